@@ -1,0 +1,23 @@
+"""distpart: MPI-parallel partitioning of DGL chunked graphs for distributed GNN training."""
+from setuptools import find_packages, setup
+
+setup(
+    name="distpart",
+    version="0.1.0",
+    description="MPI-parallel graph partitioning pipeline producing DGL-loadable partitions",
+    long_description=open("README.md", encoding="utf-8").read() if __import__("os").path.exists("README.md") else "",
+    long_description_content_type="text/markdown",
+    packages=find_packages(include=["distpart", "distpart.*"]),
+    python_requires=">=3.9",
+    install_requires=[
+        "numpy>=1.22",
+        "mpi4py>=4.0",
+        "pyarrow>=12",
+        "h5py>=3.6",
+    ],
+    extras_require={
+        "test": ["pytest>=7", "psutil>=5"],
+        "torch": ["torch"],
+    },
+    entry_points={"console_scripts": ["distpart = distpart.cli:main"]},
+)
