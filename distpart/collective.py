@@ -1,0 +1,90 @@
+"""Keeping ranks in step when something fails, and per-stage timing and memory.
+
+SPMD code hangs if one rank raises while the others wait in a collective. Every rank-local
+step that can fail on bad input therefore runs inside `agreed(comm)`: at its end all ranks
+exchange a small verdict, and if any rank failed, every rank raises the same error. The
+verdict is a short control message, the one place where a pickled lowercase call is used.
+"""
+from __future__ import annotations
+
+import json
+import resource
+import sys
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Iterator, List, Optional, Tuple
+
+from .errors import DistpartError, InputError, OutputError
+
+_KINDS = {"InputError": InputError, "OutputError": OutputError}
+
+
+@contextmanager
+def agreed(comm) -> Iterator[None]:
+    """Run a rank-local block; raise on every rank the first error any rank hit in it.
+
+    Only DistpartError is agreed on; other exceptions are bugs and propagate (the CLI then
+    aborts the whole job so that no rank hangs).
+    """
+    verdict: Optional[Tuple[str, Optional[str], str, str]] = None
+    try:
+        yield
+    except DistpartError as e:
+        where = getattr(e, "where", None)
+        verdict = (type(e).__name__, where, getattr(e, "problem", str(e)), str(e))
+    verdicts = comm.allgather(verdict)
+    failed = [(rank, v) for rank, v in enumerate(verdicts) if v is not None]
+    if failed:
+        rank, (kind, where, problem, text) = failed[0]
+        cls = _KINDS.get(kind)
+        err = cls(where, problem) if cls else DistpartError(text)
+        err.rank = rank  # type: ignore[attr-defined]
+        raise err
+
+
+def peak_rss_bytes() -> int:
+    """Peak resident set size of this process so far (Linux reports KiB)."""
+    kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(kib) * (1 if sys.platform == "darwin" else 1024)
+
+
+@dataclass
+class StageLog:
+    """Wall time and peak RSS of each stage on this rank; rank 0 prints the gathered table."""
+
+    stages: List[Tuple[str, float, int]] = field(default_factory=list)
+
+    @contextmanager
+    def stage(self, comm, name: str) -> Iterator[None]:
+        comm.Barrier()
+        t0 = time.perf_counter()
+        yield
+        comm.Barrier()
+        self.stages.append((name, time.perf_counter() - t0, peak_rss_bytes()))
+
+    def gather(self, comm) -> Optional[dict]:
+        """{"ranks": R, "stages": [{"stage", "wall_s", "peak_rss_mb": [per rank]}]} on rank 0."""
+        everyone = comm.gather(self.stages, root=0)
+        if comm.Get_rank() != 0:
+            return None
+        rows = []
+        for i, (name, wall, _) in enumerate(self.stages):
+            rows.append({"stage": name, "wall_s": round(max(r[i][1] for r in everyone), 3),
+                         "peak_rss_mb": [round(r[i][2] / 2**20, 1) for r in everyone]})
+        return {"ranks": comm.Get_size(), "stages": rows}
+
+
+def format_stage_table(stats: dict) -> str:
+    """The stage table as aligned text: stage, wall seconds, peak RSS (MiB) per rank."""
+    lines = [f"{'stage':<12} {'wall_s':>9}  peak_rss_mb per rank"]
+    for row in stats["stages"]:
+        rss = " ".join(f"{v:>8.1f}" for v in row["peak_rss_mb"])
+        lines.append(f"{row['stage']:<12} {row['wall_s']:>9.3f}  {rss}")
+    return "\n".join(lines)
+
+
+def write_json(path: str, obj: dict) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(obj, f, indent=2)
+        f.write("\n")
