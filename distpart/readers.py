@@ -55,7 +55,7 @@ def _line_start_at_or_after(mm, pos: int, size: int) -> int:
         return 0
     probe = pos - 1
     while probe < size:
-        window = mm.read_at(min(1 << 16, size - probe), probe).to_pybytes()
+        window = mm.read_at(min(1 << 16, size - probe), probe)
         nl = window.find(b"\n")
         if nl >= 0:
             return probe + nl + 1
@@ -84,9 +84,10 @@ def read_csv_ints(path: Path, byte_start: int, byte_stop: int, ncols: int,
         if b <= a:
             return np.empty((0, ncols), dtype=np.int64)
         names = [f"c{i}" for i in range(ncols)]
+        mm.seek(a)
         try:
             table = pacsv.read_csv(
-                pa.BufferReader(mm.read_at(b - a, a)),
+                pa.BufferReader(mm.read_buffer(b - a)),  # zero-copy view of the mapped file
                 read_options=pacsv.ReadOptions(column_names=names, use_threads=False),
                 parse_options=pacsv.ParseOptions(delimiter=delimiter),
                 convert_options=pacsv.ConvertOptions(column_types={n: pa.int64() for n in names}),
@@ -107,8 +108,8 @@ def _first_bad_line(mm, a: int, b: int, ncols: int, delimiter: str) -> str:
 
     Only runs after a parse failure, so a simple scan of the piece is acceptable here.
     """
-    before = mm.read_at(a, 0).to_pybytes().count(b"\n") if a else 0
-    text = mm.read_at(b - a, a).to_pybytes().decode("utf-8", "replace")
+    before = mm.read_at(a, 0).count(b"\n") if a else 0
+    text = mm.read_at(b - a, a).decode("utf-8", "replace")
     for i, line in enumerate(text.splitlines()):
         fields = line.strip().split(delimiter) if line.strip() else None
         if fields is None:

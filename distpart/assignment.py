@@ -1,0 +1,217 @@
+"""Step 1's product: the partition of every node, in DGL's assignment format.
+
+The format is one `<ntype>.txt` per node type (line i = partition of node i) plus
+`partition_meta.json`. Each rank holds and writes only its own contiguous block of lines
+(MPI-IO at byte offsets from a prefix sum) and reads back a byte block of each file, so no
+rank ever holds a whole type's assignment.
+
+Random assignment maps node i to `perm(i) mod P`, where `perm` is a keyed pseudo-random
+permutation of [0, N) (a Feistel network with cycle walking). Being a bijection it gives
+every partition floor(N/P) or ceil(N/P) nodes of each type, and it is a pure function of
+(seed, type, i), so the files do not depend on the number of ranks.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import numpy as np
+
+from .blocks import rank_bounds
+from .collective import agreed
+from .errors import InputError
+from .exchange import allreduce_sum, exscan_sum
+from .metadata import GraphMeta
+from .readers import block_bounds, read_csv_ints
+
+META_FILE = "partition_meta.json"
+_WRITE_PIECE = 1 << 30  # bytes per MPI-IO call: keeps counts far below 2**31
+
+
+@dataclass
+class NodeBlock:
+    """Partitions of nodes [start, start + len(parts)) of one type, and every rank's block start."""
+
+    start: int
+    parts: np.ndarray
+    bounds: np.ndarray
+
+    @property
+    def orig_ids(self) -> np.ndarray:
+        return np.arange(self.start, self.start + len(self.parts), dtype=np.int64)
+
+
+@dataclass
+class Assignment:
+    """This rank's share of a full assignment: one NodeBlock per node type."""
+
+    num_parts: int
+    algo_name: str
+    blocks: Dict[str, NodeBlock]
+
+
+# ---------------------------------------------------------------- random
+
+_MIX1, _MIX2, _GOLDEN = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB), np.uint64(0x9E3779B97F4A7C15)
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser: a fast, well-distributed 64-bit hash (wrapping arithmetic)."""
+    z = x + _GOLDEN
+    z = (z ^ (z >> np.uint64(30))) * _MIX1
+    z = (z ^ (z >> np.uint64(27))) * _MIX2
+    return z ^ (z >> np.uint64(31))
+
+
+def keyed_permutation(ids: np.ndarray, n: int, key: int, rounds: int = 4) -> np.ndarray:
+    """perm(ids) for a pseudo-random permutation of [0, n) selected by `key`."""
+    ids = np.asarray(ids, dtype=np.uint64)
+    if n <= 1:
+        return ids.astype(np.int64)
+    half = max(1, ((n - 1).bit_length() + 1) // 2)
+    mask = np.uint64((1 << half) - 1)
+    keys = [_mix(np.array([key * 1000003 + r], dtype=np.uint64))[0] for r in range(rounds)]
+
+    def feistel(x: np.ndarray) -> np.ndarray:
+        left, right = x >> np.uint64(half), x & mask
+        for k in keys:
+            left, right = right, left ^ (_mix(right ^ k) & mask)
+        return (left << np.uint64(half)) | right
+
+    out = feistel(ids)
+    # Cycle walking: the Feistel domain is [0, 4**half) >= n; re-apply to values outside
+    # [0, n) until they land inside, which keeps the map a bijection of [0, n).
+    todo = np.flatnonzero(out >= np.uint64(n))
+    while len(todo):
+        out[todo] = feistel(out[todo])
+        todo = todo[out[todo] >= np.uint64(n)]
+    return out.astype(np.int64)
+
+
+def random_parts(ids: np.ndarray, n: int, num_parts: int, seed: int, type_index: int) -> np.ndarray:
+    """Balanced random partition of nodes `ids` of a type with n nodes (int64)."""
+    return keyed_permutation(ids, n, seed * 7919 + type_index) % num_parts
+
+
+def random_assignment(comm, meta: GraphMeta, num_parts: int, seed: int) -> Assignment:
+    """Each rank computes its canonical block of every type. Collective (for the bounds)."""
+    rank, size = comm.Get_rank(), comm.Get_size()
+    blocks = {}
+    for t, ntype in enumerate(meta.node_types):
+        n = meta.num_nodes(ntype)
+        bounds = block_bounds(n, size)
+        ids = np.arange(bounds[rank], bounds[rank + 1], dtype=np.int64)
+        blocks[ntype] = NodeBlock(int(bounds[rank]), random_parts(ids, n, num_parts, seed, t), bounds)
+    return Assignment(num_parts, "random", blocks)
+
+
+# ---------------------------------------------------------------- files
+
+def format_lines(values: np.ndarray) -> bytes:
+    """Integers as text, one per line (pyarrow's CSV writer, no header)."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+    sink = pa.BufferOutputStream()
+    pacsv.write_csv(pa.table({"p": np.asarray(values, dtype=np.int64)}), sink,
+                    write_options=pacsv.WriteOptions(include_header=False))
+    return sink.getvalue().to_pybytes()
+
+
+def write_assignment(comm, assignment: Assignment, meta: GraphMeta, out_dir: Path) -> None:
+    """Write `<ntype>.txt` for every type and partition_meta.json. Collective."""
+    from mpi4py import MPI
+
+    out_dir = Path(out_dir)
+    with agreed(comm):
+        if comm.Get_rank() == 0:
+            try:
+                out_dir.mkdir(parents=True, exist_ok=True)
+                (out_dir / META_FILE).unlink(missing_ok=True)
+            except OSError as e:
+                raise InputError(out_dir, f"cannot create output folder: {e.strerror}") from None
+    for ntype in meta.node_types:
+        data = np.frombuffer(format_lines(assignment.blocks[ntype].parts), dtype=np.uint8)
+        offset = int(exscan_sum(comm, np.array([len(data)]))[0])
+        fh = MPI.File.Open(comm, str(out_dir / f"{ntype}.txt"), MPI.MODE_WRONLY | MPI.MODE_CREATE)
+        try:
+            fh.Set_size(0)  # collective: an older, longer file must not leave a stale tail
+            for a in range(0, len(data), _WRITE_PIECE):
+                fh.Write_at(offset + a, data[a:a + _WRITE_PIECE])
+        finally:
+            fh.Close()
+    comm.Barrier()
+    if comm.Get_rank() == 0:
+        # Written last, so a folder with partition_meta.json holds a complete assignment.
+        meta_obj = {"algo_name": assignment.algo_name, "num_parts": assignment.num_parts, "version": "1.0.0"}
+        (out_dir / META_FILE).write_text(json.dumps(meta_obj, indent=2) + "\n")
+    comm.Barrier()
+
+
+def read_partition_meta(assign_dir: Path) -> Optional[dict]:
+    """partition_meta.json if present (DGL's older random_partition.py does not write it)."""
+    path = Path(assign_dir) / META_FILE
+    if not path.exists():
+        return None
+    try:
+        obj = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise InputError(path, f"malformed JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+    if not isinstance(obj, dict) or not isinstance(obj.get("num_parts"), int) or obj["num_parts"] < 1:
+        raise InputError(path, "must be an object with a positive integer 'num_parts'")
+    return obj
+
+
+def read_assignment(comm, meta: GraphMeta, assign_dir: Path,
+                    num_parts: Optional[int] = None) -> Assignment:
+    """Read every type's assignment file, each rank a byte block of each. Collective.
+
+    The number of partitions comes from partition_meta.json, else `num_parts`, else the
+    largest partition ID + 1.
+    """
+    from mpi4py import MPI
+
+    assign_dir = Path(assign_dir)
+    rank, size = comm.Get_rank(), comm.Get_size()
+    with agreed(comm):
+        pmeta = read_partition_meta(assign_dir)
+        if pmeta and num_parts is not None and pmeta["num_parts"] != num_parts:
+            raise InputError(assign_dir / META_FILE, f"num_parts is {pmeta['num_parts']} but "
+                                                     f"--num-parts {num_parts} was given")
+    local: Dict[str, np.ndarray] = {}
+    line_counts = np.zeros(len(meta.node_types), dtype=np.int64)
+    with agreed(comm):
+        for t, ntype in enumerate(meta.node_types):
+            path = assign_dir / f"{ntype}.txt"
+            if not path.exists():
+                raise InputError(path, f"assignment file for node type '{ntype}' does not exist")
+            lo, hi = block_bounds(path.stat().st_size, size)[rank:rank + 2]
+            local[ntype] = read_csv_ints(path, int(lo), int(hi), 1)[:, 0]
+            line_counts[t] = len(local[ntype])
+    totals = allreduce_sum(comm, line_counts)
+    starts = exscan_sum(comm, line_counts)
+    with agreed(comm):
+        for t, ntype in enumerate(meta.node_types):
+            if totals[t] != meta.num_nodes(ntype):
+                raise InputError(assign_dir / f"{ntype}.txt", f"has {totals[t]} lines but node type "
+                                 f"'{ntype}' has {meta.num_nodes(ntype)} nodes")
+    if pmeta:
+        nparts, algo = pmeta["num_parts"], str(pmeta.get("algo_name", "random"))
+    elif num_parts is not None:
+        nparts, algo = num_parts, "random"
+    else:
+        top = max((int(v.max()) for v in local.values() if len(v)), default=0)
+        nparts, algo = comm.allreduce(top, op=MPI.MAX) + 1, "random"
+    blocks = {}
+    with agreed(comm):
+        for t, ntype in enumerate(meta.node_types):
+            parts = local[ntype]
+            bad = np.flatnonzero((parts < 0) | (parts >= nparts))
+            if len(bad):
+                raise InputError(assign_dir / f"{ntype}.txt", f"partition ID {int(parts[bad[0]])} on line "
+                                 f"{int(starts[t]) + int(bad[0]) + 1} is outside [0, {nparts})")
+    for t, ntype in enumerate(meta.node_types):
+        bounds = rank_bounds(comm, int(starts[t]), int(totals[t]))
+        blocks[ntype] = NodeBlock(int(starts[t]), local[ntype], bounds)
+    return Assignment(nparts, algo, blocks)

@@ -1,0 +1,143 @@
+"""The `distpart` command: argument parsing, the stage sequence of each subcommand, exit codes.
+
+Every subcommand is SPMD: run it under `mpiexec -n R` (or alone, as one rank). A user
+error (DistpartError) is agreed on by all ranks, printed once by rank 0, and every rank
+exits with status 2. Any other exception is a bug: the rank prints its traceback and
+aborts the whole MPI job, so no rank is left waiting in a collective.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from pathlib import Path
+from typing import List, Optional
+
+from .errors import DistpartError
+
+EXIT_USER_ERROR = 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="distpart", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def common(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--max-message-mb", type=int, default=256,
+                        help="cap on the bytes one rank sends or receives per Alltoallv (MiB)")
+        sp.add_argument("--stats-json", type=Path, help="write per-stage wall time and peak RSS here")
+
+    v = sub.add_parser("validate", help="check metadata.json and every file it names")
+    v.add_argument("in_dir", type=Path)
+    v.add_argument("--quick", action="store_true", help="headers only; skip reading edges and features")
+    common(v)
+
+    a = sub.add_parser("assign", help="Step 1: write a partition assignment (DGL format)")
+    a.add_argument("in_dir", type=Path)
+    a.add_argument("assign_dir", type=Path)
+    a.add_argument("--method", choices=["random"], default="random")
+    a.add_argument("--num-parts", type=int, required=True)
+    a.add_argument("--seed", type=int, default=0)
+    common(a)
+
+    d = sub.add_parser("dispatch", help="Step 2: build and write the partitions")
+    d.add_argument("in_dir", type=Path)
+    d.add_argument("assign_dir", type=Path)
+    d.add_argument("out_dir", type=Path)
+    d.add_argument("--num-parts", type=int, help="only needed when the assignment has no partition_meta.json")
+    common(d)
+
+    c = sub.add_parser("verify", help="check an output against its input and assignment")
+    c.add_argument("in_dir", type=Path)
+    c.add_argument("assign_dir", type=Path)
+    c.add_argument("out_dir", type=Path)
+    c.add_argument("--num-parts", type=int)
+    common(c)
+
+    q = sub.add_parser("pipeline", help="validate, assign, dispatch and verify in one run")
+    q.add_argument("in_dir", type=Path)
+    q.add_argument("out_dir", type=Path)
+    q.add_argument("--num-parts", type=int, required=True)
+    q.add_argument("--method", choices=["random"], default="random")
+    q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--assign-dir", type=Path, help="where Step 1 writes (default OUT_DIR/assignment)")
+    q.add_argument("--no-verify", dest="verify", action="store_false")
+    common(q)
+
+    e = sub.add_parser("example", help="generate the bundled heterogeneous example graph")
+    e.add_argument("out_dir", type=Path)
+    e.add_argument("--scale", type=int, default=1)
+    e.add_argument("--seed", type=int, default=0)
+    return p
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "example":
+        from .synthetic import example_graph
+        print(example_graph(args.out_dir, scale=args.scale, seed=args.seed))
+        return 0
+
+    from mpi4py import MPI
+    comm = MPI.COMM_WORLD
+    try:
+        _run(comm, args)
+    except DistpartError as e:
+        if comm.Get_rank() == 0:
+            print(f"distpart {args.command}: error: {e}", file=sys.stderr, flush=True)
+        return EXIT_USER_ERROR
+    except BaseException:  # a bug: never leave the other ranks waiting in a collective
+        sys.stderr.write(f"[rank {comm.Get_rank()}] " + traceback.format_exc())
+        sys.stderr.flush()
+        comm.Abort(1)
+    return 0
+
+
+def _run(comm, args: argparse.Namespace) -> None:
+    from .assignment import random_assignment, read_assignment, write_assignment
+    from .collective import StageLog, format_stage_table, write_json
+    from .dispatch import check_layout, dispatch
+    from .validate import validate
+    from .verify import verify
+
+    log = StageLog()
+    max_bytes = args.max_message_mb << 20
+    num_parts = getattr(args, "num_parts", None)
+    if num_parts is not None:
+        check_layout(num_parts, comm.Get_size())
+
+    with log.stage(comm, "validate"):
+        meta = validate(comm, args.in_dir, full=args.command == "validate" and not args.quick)
+    if args.command == "assign" or args.command == "pipeline":
+        assign_dir = args.assign_dir if args.command == "assign" else (args.assign_dir or args.out_dir / "assignment")
+        with log.stage(comm, "assign"):
+            assignment = random_assignment(comm, meta, args.num_parts, args.seed)
+            write_assignment(comm, assignment, meta, assign_dir)
+    if args.command == "dispatch":
+        with log.stage(comm, "read_assign"):
+            assignment = read_assignment(comm, meta, args.assign_dir, num_parts)
+        check_layout(assignment.num_parts, comm.Get_size())
+    if args.command in ("dispatch", "pipeline"):
+        dispatch(comm, meta, assignment, args.out_dir, max_bytes=max_bytes, log=log)
+    if args.command == "verify" or (args.command == "pipeline" and args.verify):
+        if args.command == "verify":
+            with log.stage(comm, "read_assign"):
+                assignment = read_assignment(comm, meta, args.assign_dir, num_parts)
+        with log.stage(comm, "verify"):
+            summary = verify(comm, meta, assignment, args.out_dir, max_bytes=max_bytes)
+        if comm.Get_rank() == 0:
+            print(f"verify: OK ({summary})", flush=True)
+
+    stats = log.gather(comm)
+    if stats is not None:
+        if args.command != "validate":
+            print(format_stage_table(stats), flush=True)
+        else:
+            print(f"validate: OK ({len(meta.node_types)} node types, {len(meta.edge_types)} edge types, "
+                  f"{sum(meta.node_counts)} nodes, {sum(meta.edge_counts)} edges)", flush=True)
+        if args.stats_json:
+            write_json(str(args.stats_json), stats)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,317 @@
+"""Step 2: move nodes, edges and features to the ranks that own their partitions, and write them.
+
+Partition p is built by rank p // (P / R). The flow, every array exchange buffer-based:
+1. new node IDs are computed where the assignment block lives (a histogram, an allreduce
+   and a prefix sum; no node moves to be numbered);
+2. orig node IDs and node features go to the partition owner, batch by batch, tagged with
+   their new IDs so the receiver writes each row straight into place;
+3. each edge block looks up the new IDs of its endpoints from the ranks holding those
+   nodes' assignment (`exchange.lookup`), then goes to the owner of its destination;
+4. edge features follow the same route, tagged with (partition, original edge ID);
+5. each owner builds its local graph with halo nodes and writes the partition files;
+   rank 0 writes metadata.json last, so its presence means the output is complete.
+"""
+from __future__ import annotations
+
+import json
+import os
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+from mpi4py import MPI
+
+from .assignment import Assignment
+from .blocks import read_edge_block
+from .collective import StageLog, agreed
+from .dglformat import TensorDictWriter, to_storable, write_graph, write_tensor_dict
+from .errors import InputError
+from .exchange import DEFAULT_MAX_BYTES, allreduce_sum, exchange, exscan_sum, lookup
+from .metadata import GraphMeta
+from .partbook import ranges_from_counts
+from .readers import FeatureSource
+from .relabel import local_graph, new_node_ids, range_starts, type_of
+
+CONFIG_FILE = "metadata.json"
+
+
+@dataclass(frozen=True)
+class PartitionLayout:
+    """Which rank builds which partitions: contiguous runs of P / R partitions per rank."""
+
+    num_parts: int
+    nranks: int
+
+    @property
+    def per_rank(self) -> int:
+        return self.num_parts // self.nranks
+
+    def rank_of(self, parts: np.ndarray) -> np.ndarray:
+        return parts // self.per_rank
+
+    def parts_of(self, rank: int) -> range:
+        return range(rank * self.per_rank, (rank + 1) * self.per_rank)
+
+
+def check_layout(num_parts: int, nranks: int) -> None:
+    if num_parts < 1 or num_parts % nranks:
+        raise InputError(None, f"the number of partitions ({num_parts}) must be a positive "
+                               f"multiple of the number of MPI ranks ({nranks})")
+
+
+@dataclass
+class _Edges:
+    """Edges of one (partition, edge type), sorted by original edge ID; endpoints as new IDs."""
+
+    orig: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+
+
+@dataclass
+class _State:
+    """What a rank keeps between the stages of one dispatch."""
+
+    node_counts: np.ndarray                    # (P, T), global
+    node_starts: np.ndarray                    # (P, T) first new ID of each group
+    new_ids: Dict[str, np.ndarray]             # aligned with this rank's assignment block
+    edges: Dict[int, List[_Edges]] = field(default_factory=dict)   # own partition -> per etype
+    edge_route: List[Tuple[int, np.ndarray, np.ndarray]] = field(default_factory=list)  # (start, dest rank, part)
+    edge_counts: Optional[np.ndarray] = None   # (P, E), global
+
+
+def dispatch(comm, meta: GraphMeta, assignment: Assignment, out_dir: Path, *,
+             max_bytes: int = DEFAULT_MAX_BYTES, log: Optional[StageLog] = None) -> dict:
+    """Build and write every partition; returns the partition config (all ranks). Collective."""
+    log = log or StageLog()
+    out_dir = Path(out_dir)
+    layout = PartitionLayout(assignment.num_parts, comm.Get_size())
+    check_layout(layout.num_parts, layout.nranks)
+    mine = layout.parts_of(comm.Get_rank())
+    _prepare_output(comm, out_dir, mine)
+
+    with log.stage(comm, "relabel"):
+        state = _relabel_nodes(comm, meta, assignment)
+    with ExitStack() as files:
+        with log.stage(comm, "nodes"):
+            nfeat_writers = {p: files.enter_context(TensorDictWriter(
+                out_dir / f"part{p}" / "node_feat.dgl", _count_feats(meta.node_data))) for p in mine}
+            orig_nids = _send_nodes(comm, meta, assignment, state, layout, nfeat_writers, max_bytes)
+        for p in mine:
+            write_tensor_dict(out_dir / f"part{p}" / "orig_nids.dgl", orig_nids[p])
+        del orig_nids
+        with log.stage(comm, "edges"):
+            _send_edges(comm, meta, assignment, state, layout, max_bytes)
+        with log.stage(comm, "edge_feats"):
+            efeat_writers = {p: files.enter_context(TensorDictWriter(
+                out_dir / f"part{p}" / "edge_feat.dgl", _count_feats(meta.edge_data))) for p in mine}
+            _send_edge_features(comm, meta, state, layout, efeat_writers, max_bytes)
+    config = partition_config(meta, assignment, state.node_counts, state.edge_counts)
+    with log.stage(comm, "write"):
+        with agreed(comm):
+            for p in mine:
+                _write_partition(out_dir, p, meta, state)
+        if comm.Get_rank() == 0:
+            tmp = out_dir / f".{CONFIG_FILE}.tmp"
+            tmp.write_text(json.dumps(config, indent=2) + "\n")
+            os.replace(tmp, out_dir / CONFIG_FILE)
+        comm.Barrier()
+    return config
+
+
+def _count_feats(groups) -> int:
+    return sum(len(feats) for feats in groups.values())
+
+
+def _prepare_output(comm, out_dir: Path, mine: range) -> None:
+    """Remove a stale metadata.json first: an interrupted rerun must not look complete."""
+    with agreed(comm):
+        try:
+            if comm.Get_rank() == 0:
+                out_dir.mkdir(parents=True, exist_ok=True)
+                (out_dir / CONFIG_FILE).unlink(missing_ok=True)
+        except OSError as e:
+            raise InputError(out_dir, f"cannot prepare output folder: {e.strerror}") from None
+    with agreed(comm):
+        try:
+            for p in mine:
+                (out_dir / f"part{p}").mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise InputError(out_dir, f"cannot create partition folder: {e.strerror}") from None
+
+
+# ---------------------------------------------------------------- 1. relabel
+
+def _relabel_nodes(comm, meta: GraphMeta, assignment: Assignment) -> _State:
+    num_parts, ntypes = assignment.num_parts, meta.node_types
+    local = np.zeros((num_parts, len(ntypes)), dtype=np.int64)
+    for t, ntype in enumerate(ntypes):
+        local[:, t] = np.bincount(assignment.blocks[ntype].parts, minlength=num_parts)
+    counts = allreduce_sum(comm, local)
+    below = exscan_sum(comm, local)
+    starts = range_starts(counts)
+    new_ids = {ntype: new_node_ids(assignment.blocks[ntype].parts, starts[:, t] + below[:, t])
+               for t, ntype in enumerate(ntypes)}
+    return _State(counts, starts, new_ids)
+
+
+# ---------------------------------------------------------------- 2. nodes
+
+def _batch_rows(row_bytes: int, max_bytes: int) -> int:
+    # Half the cap for the rows themselves leaves room for the ID columns sent with them.
+    return max(1, (max_bytes // 2) // max(row_bytes, 1))
+
+
+def _batches(comm, n: int, batch: int) -> int:
+    """Number of batches every rank must run so that collectives match across ranks."""
+    return comm.allreduce(-(-n // batch), op=MPI.MAX)
+
+
+def _send_nodes(comm, meta, assignment, state: _State, layout: PartitionLayout,
+                writers: Dict[int, TensorDictWriter], max_bytes: int) -> Dict[int, Dict[str, np.ndarray]]:
+    mine = layout.parts_of(comm.Get_rank())
+    orig_nids: Dict[int, Dict[str, np.ndarray]] = {p: {} for p in mine}
+    for t, ntype in enumerate(meta.node_types):
+        block = assignment.blocks[ntype]
+        dest = layout.rank_of(block.parts)
+        new = state.new_ids[ntype]
+        (new_r, orig_r), _ = exchange(comm, dest, [new, block.orig_ids], max_bytes)
+        for p in mine:
+            out = np.empty(state.node_counts[p, t], dtype=np.int64)
+            sel, pos = _positions(new_r, state.node_starts[p, t], state.node_counts[p, t])
+            out[pos] = orig_r[sel]
+            orig_nids[p][ntype] = out
+        for fname, files in meta.node_features(ntype).items():
+            with agreed(comm):
+                source = FeatureSource(files)
+                _check_rows(source, meta.num_nodes(ntype), files.where, f"node type '{ntype}'")
+            outs = {p: np.empty((state.node_counts[p, t], *source.tail_shape), dtype=source.dtype) for p in mine}
+            batch = _batch_rows(source.row_bytes, max_bytes)
+            for b in range(_batches(comm, len(new), batch)):
+                lo, hi = min(b * batch, len(new)), min((b + 1) * batch, len(new))
+                rows = source.read(block.start + lo, block.start + hi)
+                (new_r, rows_r), _ = exchange(comm, dest[lo:hi], [new[lo:hi], rows], max_bytes)
+                for p in mine:
+                    sel, pos = _positions(new_r, state.node_starts[p, t], state.node_counts[p, t])
+                    outs[p][pos] = rows_r[sel]
+            _add_feature(comm, writers, outs, f"{ntype}/{fname}", files.where)
+    return orig_nids
+
+
+def _positions(new_ids: np.ndarray, start: int, count: int) -> Tuple[np.ndarray, np.ndarray]:
+    sel = (new_ids >= start) & (new_ids < start + count)
+    return sel, new_ids[sel] - start
+
+
+def _check_rows(source: FeatureSource, expected: int, where: str, what: str) -> None:
+    if source.rows != expected:
+        raise InputError(where, f"feature has {source.rows} rows in its files but {what} "
+                                f"has {expected} items")
+
+
+def _add_feature(comm, writers: Dict[int, TensorDictWriter], outs: Dict[int, np.ndarray],
+                 key: str, where: str) -> None:
+    with agreed(comm):
+        for p, arr in outs.items():
+            writers[p].add(key, to_storable(arr, f"{where} ({key})"))
+
+
+# ---------------------------------------------------------------- 3. edges
+
+def _send_edges(comm, meta: GraphMeta, assignment: Assignment, state: _State,
+                layout: PartitionLayout, max_bytes: int) -> None:
+    mine = layout.parts_of(comm.Get_rank())
+    part_starts = np.append(state.node_starts[:, 0], state.node_counts.sum())
+    local_counts = np.zeros((layout.num_parts, len(meta.edge_types)), dtype=np.int64)
+    state.edges = {p: [] for p in mine}
+    for e, etype in enumerate(meta.edge_types):
+        block = read_edge_block(comm, meta, etype)
+        src_blk, dst_blk = assignment.blocks[etype.src], assignment.blocks[etype.dst]
+        dst_new = lookup(comm, block.dst, dst_blk.bounds, state.new_ids[etype.dst], max_bytes)
+        src_new = lookup(comm, block.src, src_blk.bounds, state.new_ids[etype.src], max_bytes)
+        part = np.searchsorted(part_starts, dst_new, side="right") - 1
+        dest = layout.rank_of(part)
+        state.edge_route.append((block.start, dest, part))
+        (orig_r, src_r, dst_r, part_r), _ = exchange(
+            comm, dest, [block.orig_ids, src_new, dst_new, part], max_bytes)
+        del block, src_new, dst_new
+        for p in mine:
+            sel = part_r == p
+            order = np.argsort(orig_r[sel], kind="stable")
+            state.edges[p].append(_Edges(orig_r[sel][order], src_r[sel][order], dst_r[sel][order]))
+            local_counts[p, e] = int(sel.sum())
+    state.edge_counts = allreduce_sum(comm, local_counts)
+
+
+def _send_edge_features(comm, meta: GraphMeta, state: _State, layout: PartitionLayout,
+                        writers: Dict[int, TensorDictWriter], max_bytes: int) -> None:
+    mine = layout.parts_of(comm.Get_rank())
+    for e, etype in enumerate(meta.edge_types):
+        start, dest, part = state.edge_route[e]
+        for fname, files in meta.edge_features(etype.name).items():
+            with agreed(comm):
+                source = FeatureSource(files)
+                _check_rows(source, etype.count, files.where, f"edge type '{etype.name}'")
+            outs = {p: np.empty((len(state.edges[p][e].orig), *source.tail_shape), dtype=source.dtype)
+                    for p in mine}
+            batch = _batch_rows(source.row_bytes, max_bytes)
+            n = len(part)
+            for b in range(_batches(comm, n, batch)):
+                lo, hi = min(b * batch, n), min((b + 1) * batch, n)
+                rows = source.read(start + lo, start + hi)
+                ids = np.arange(start + lo, start + hi, dtype=np.int64)
+                (ids_r, part_r, rows_r), _ = exchange(comm, dest[lo:hi], [ids, part[lo:hi], rows], max_bytes)
+                for p in mine:
+                    sel = part_r == p
+                    outs[p][np.searchsorted(state.edges[p][e].orig, ids_r[sel])] = rows_r[sel]
+            _add_feature(comm, writers, outs, f"{etype.name}/{fname}", files.where)
+
+
+# ---------------------------------------------------------------- 5. write
+
+def _write_partition(out_dir: Path, p: int, meta: GraphMeta, state: _State) -> None:
+    counts, ecounts = state.node_counts, state.edge_counts
+    first = int(state.node_starts[p, 0])
+    stop = first + int(counts[p].sum())
+    edges = state.edges[p]
+    edge_first = int(range_starts(ecounts)[p, 0]) if ecounts.size else 0
+    src = np.concatenate([x.src for x in edges]) if edges else np.empty(0, np.int64)
+    dst = np.concatenate([x.dst for x in edges]) if edges else np.empty(0, np.int64)
+    halo, local_src, local_dst = local_graph(first, stop, src, dst)
+    node_ids = np.concatenate([np.arange(first, stop, dtype=np.int64), halo])
+    inner_types = np.repeat(np.arange(len(meta.node_types)), counts[p])
+    ntypes = np.concatenate([inner_types, type_of(halo, counts)]).astype(np.int32)
+    inner = np.zeros(len(node_ids), dtype=np.uint8)
+    inner[: stop - first] = 1
+    etypes = np.repeat(np.arange(len(meta.edge_types)), ecounts[p] if ecounts.size else []).astype(np.int32)
+    write_graph(out_dir / f"part{p}" / "graph.dgl", len(node_ids), local_src, local_dst,
+                ndata={"_ID": node_ids, "_TYPE": ntypes, "inner_node": inner},
+                edata={"_ID": np.arange(edge_first, edge_first + len(src), dtype=np.int64),
+                       "_TYPE": etypes, "inner_edge": np.ones(len(src), dtype=np.uint8)})
+    write_tensor_dict(out_dir / f"part{p}" / "orig_eids.dgl",
+                      {et.name: edges[e].orig for e, et in enumerate(meta.edge_types)})
+
+
+def partition_config(meta: GraphMeta, assignment: Assignment, node_counts: np.ndarray,
+                     edge_counts: np.ndarray) -> dict:
+    """The partition config JSON DGL's loader reads (paths relative to its folder)."""
+    etype_names = [e.name for e in meta.edge_types]
+    config = {
+        "graph_name": meta.graph_name,
+        "part_method": "metis" if assignment.algo_name in ("metis", "parmetis") else assignment.algo_name,
+        "num_parts": assignment.num_parts,
+        "halo_hops": 1,
+        "node_map": ranges_from_counts(node_counts, list(meta.node_types)),
+        "edge_map": ranges_from_counts(edge_counts, etype_names),
+        "ntypes": {n: i for i, n in enumerate(meta.node_types)},
+        "etypes": {n: i for i, n in enumerate(etype_names)},
+        "num_nodes": int(node_counts.sum()),
+        "num_edges": int(edge_counts.sum()),
+    }
+    for p in range(assignment.num_parts):
+        config[f"part-{p}"] = {"node_feats": f"part{p}/node_feat.dgl",
+                               "edge_feats": f"part{p}/edge_feat.dgl",
+                               "part_graph": f"part{p}/graph.dgl"}
+    return config

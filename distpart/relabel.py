@@ -1,0 +1,76 @@
+"""New ("shuffled") IDs and the local graph of a partition: pure array functions, no MPI.
+
+New node IDs put partition 0's nodes first, then partition 1's, and so on; inside a
+partition they are grouped by type, and inside a (partition, type) group they follow the
+original per-type ID. Edges are numbered the same way by (partition, edge type, original
+edge ID). Because the order is a function of the input and the assignment only, the
+output does not depend on how many ranks computed it.
+"""
+from __future__ import annotations
+
+from typing import Tuple
+
+import numpy as np
+
+from .exchange import group_by_owner
+
+
+def range_starts(counts: np.ndarray) -> np.ndarray:
+    """Start of each (partition, type) ID range, for counts of shape (P, T), row-major order."""
+    flat = np.asarray(counts, dtype=np.int64).reshape(-1)
+    starts = np.zeros_like(flat)
+    np.cumsum(flat[:-1], out=starts[1:])
+    return starts.reshape(np.shape(counts))
+
+
+def rank_within_group(groups: np.ndarray, num_groups: int) -> np.ndarray:
+    """For each element, how many earlier elements share its group (order-preserving)."""
+    order, counts = group_by_owner(groups, num_groups)
+    group_start = np.zeros(num_groups, dtype=np.int64)
+    np.cumsum(counts[:-1], out=group_start[1:])
+    pos = np.empty(len(groups), dtype=np.int64)
+    pos[order] = np.arange(len(groups), dtype=np.int64) - np.repeat(group_start, counts)
+    return pos
+
+
+def new_node_ids(parts: np.ndarray, base: np.ndarray) -> np.ndarray:
+    """New IDs of a block of nodes of one type, ascending by original ID within a partition.
+
+    `base[p]` is the new ID of this block's first node in partition p: the (p, type) range
+    start plus the nodes of that group held by lower ranks.
+    """
+    return base[parts] + rank_within_group(parts, len(base))
+
+
+def type_of(ids: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Type index of new IDs given the (P, T) counts (empty ranges are skipped)."""
+    starts = range_starts(counts).reshape(-1)
+    idx = np.searchsorted(starts, ids, side="right") - 1
+    return idx % counts.shape[1]
+
+
+def sorted_unique(values: np.ndarray) -> np.ndarray:
+    """np.unique without its inverse machinery: one sort and a mask."""
+    if len(values) == 0:
+        return values.copy()
+    s = np.sort(values)
+    keep = np.empty(len(s), dtype=bool)
+    keep[0] = True
+    np.not_equal(s[1:], s[:-1], out=keep[1:])
+    return s[keep]
+
+
+def local_graph(first: int, stop: int, src: np.ndarray,
+                dst: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(halo new IDs ascending, local src, local dst) of a partition owning new IDs [first, stop).
+
+    Local node IDs: owned nodes first (new ID - first), then halo nodes in ascending new ID.
+    Every dst must be owned: the destination's owner keeps the edge.
+    """
+    inner = (src >= first) & (src < stop)
+    outside = src[~inner]
+    halo = sorted_unique(outside)
+    local_src = np.empty(len(src), dtype=np.int64)
+    local_src[inner] = src[inner] - first
+    local_src[~inner] = (stop - first) + np.searchsorted(halo, outside)
+    return halo, local_src, dst - first

@@ -1,0 +1,100 @@
+"""End-to-end: assign, dispatch, verify and pipeline on 1, 2 and 4 ranks."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import RANKS, distpart
+from reference import check_output, read_assignment_files, tree_bytes
+
+NUM_PARTS = 4
+
+
+@pytest.fixture(scope="module")
+def pipeline_outputs(example_dir, tmp_path_factory):
+    """`distpart pipeline` of the example into 4 partitions on each rank count."""
+    outs = {}
+    for r in RANKS:
+        out = tmp_path_factory.mktemp(f"out_r{r}")
+        run = distpart(r, "pipeline", example_dir, out, "--num-parts", NUM_PARTS, "--seed", 7,
+                       "--stats-json", out.parent / f"stats_r{r}.json")
+        assert "verify: OK" in run.stdout
+        outs[r] = out
+    return outs
+
+
+@pytest.mark.parametrize("nranks", RANKS)
+def test_pipeline_output_matches_input(pipeline_outputs, example_dir, nranks):
+    out = pipeline_outputs[nranks]
+    counts = check_output(example_dir, out / "assignment", out)
+    meta = json.loads((example_dir / "metadata.json").read_text())
+    assert counts["num_nodes"] == sum(map(sum, meta["num_nodes_per_chunk"]))
+    assert counts["num_edges"] == sum(map(sum, meta["num_edges_per_chunk"]))
+
+
+def test_output_is_byte_identical_for_any_rank_count(pipeline_outputs):
+    trees = {r: tree_bytes(out) for r, out in pipeline_outputs.items()}
+    names = set(trees[1])
+    assert {"metadata.json", "part0/graph.dgl", "part3/node_feat.dgl", "part2/orig_eids.dgl",
+            "assignment/paper.txt", "assignment/partition_meta.json"} <= names
+    for r in RANKS[1:]:
+        assert set(trees[r]) == names
+        differing = [n for n in names if trees[r][n] != trees[1][n]]
+        assert not differing, f"R={r} differs from R=1 in {differing}"
+
+
+def test_random_assignment_is_balanced_per_type(pipeline_outputs, example_dir):
+    out = pipeline_outputs[1]
+    meta = json.loads((out / "assignment" / "partition_meta.json").read_text())
+    assert meta == {"algo_name": "random", "num_parts": NUM_PARTS, "version": "1.0.0"}
+    for ntype, parts in read_assignment_files(out / "assignment", ["author", "paper", "institution"]).items():
+        sizes = np.bincount(parts, minlength=NUM_PARTS)
+        assert sizes.max() - sizes.min() <= 1, (ntype, sizes)
+    # A different seed gives a different assignment.
+    other = read_assignment_files(out / "assignment", ["paper"])["paper"]
+    assert len(np.unique(other)) == NUM_PARTS
+
+
+def test_stats_json_has_every_stage_and_rank(pipeline_outputs):
+    stats = json.loads((pipeline_outputs[2].parent / "stats_r2.json").read_text())
+    assert stats["ranks"] == 2
+    names = [s["stage"] for s in stats["stages"]]
+    for stage in ("validate", "assign", "relabel", "nodes", "edges", "write", "verify"):
+        assert stage in names
+    assert all(len(s["peak_rss_mb"]) == 2 and min(s["peak_rss_mb"]) > 0 for s in stats["stages"])
+
+
+def test_more_partitions_than_ranks_and_separate_steps(example_dir, tmp_path):
+    """P = 2R through the separate assign / dispatch / verify commands."""
+    assign_dir, out = tmp_path / "assign", tmp_path / "out"
+    distpart(2, "assign", example_dir, assign_dir, "--num-parts", 4, "--seed", 7)
+    distpart(2, "dispatch", example_dir, assign_dir, out, "--max-message-mb", 1)
+    run = distpart(2, "verify", example_dir, assign_dir, out)
+    assert "verify: OK" in run.stdout
+    check_output(example_dir, assign_dir, out)
+
+
+def test_assignment_independent_of_ranks(example_dir, tmp_path):
+    a1, a4 = tmp_path / "a1", tmp_path / "a4"
+    distpart(1, "assign", example_dir, a1, "--num-parts", 8, "--seed", 3)
+    distpart(4, "assign", example_dir, a4, "--num-parts", 8, "--seed", 3)
+    assert tree_bytes(a1) == tree_bytes(a4)
+
+
+def test_reads_dgl_random_partition_files(example_dir, tmp_path):
+    """Files as DGL's random_partition.py writes them: no partition_meta.json, np.random parts."""
+    meta = json.loads((example_dir / "metadata.json").read_text())
+    rng = np.random.default_rng(0)
+    assign_dir = tmp_path / "dgl_assign"
+    assign_dir.mkdir()
+    for ntype, chunks in zip(meta["node_type"], meta["num_nodes_per_chunk"]):
+        np.savetxt(assign_dir / f"{ntype}.txt", rng.integers(0, 2, sum(chunks)), fmt="%d")
+    out = tmp_path / "out"
+    distpart(2, "dispatch", example_dir, assign_dir, out, "--num-parts", 2)
+    distpart(2, "verify", example_dir, assign_dir, out, "--num-parts", 2)
+    check_output(example_dir, assign_dir, out)
+    config = json.loads((out / "metadata.json").read_text())
+    assert config["num_parts"] == 2 and config["part_method"] == "random"
