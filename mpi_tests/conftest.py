@@ -42,13 +42,19 @@ class Run:
         return self.stdout + self.stderr
 
 
-def mpirun(nranks: int, argv: Sequence[str], timeout: float = DEFAULT_TIMEOUT,
-           module: str = "distpart.cli") -> Run:
-    """Run `python -m module argv...` on nranks ranks; fail the test on timeout."""
+def mpi_command(nranks: int, argv: Sequence[str], script: Optional[Path] = None) -> List[str]:
+    """`mpiexec -n R python (-m distpart.cli | script) argv...`."""
     mpiexec = shutil.which("mpiexec")
     if mpiexec is None:
         pytest.fail("mpiexec not found: run scripts/setup.sh")
-    cmd: List[str] = [mpiexec, "-n", str(nranks), sys.executable, "-m", module, *map(str, argv)]
+    target = [str(script)] if script else ["-m", "distpart.cli"]
+    return [mpiexec, "-n", str(nranks), sys.executable, *target, *map(str, argv)]
+
+
+def mpirun(nranks: int, argv: Sequence[str], timeout: float = DEFAULT_TIMEOUT,
+           script: Optional[Path] = None) -> Run:
+    """Run distpart (or a test script) on nranks ranks; fail the test on timeout."""
+    cmd = mpi_command(nranks, argv, script)
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=mpi_env(), start_new_session=True)
     try:
