@@ -64,6 +64,11 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("--no-verify", dest="verify", action="store_false")
     common(q)
 
+    h = sub.add_parser("hostfile", help="print an MPI hostfile for the machines of DGL's ip_config.txt")
+    h.add_argument("ip_config", type=Path)
+    h.add_argument("--slots", type=int, default=1, help="ranks per machine")
+    h.add_argument("--flavor", choices=["openmpi", "mpich"], default="openmpi")
+
     e = sub.add_parser("example", help="generate the bundled heterogeneous example graph")
     e.add_argument("out_dir", type=Path)
     e.add_argument("--scale", type=int, default=1)
@@ -73,10 +78,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = _parser().parse_args(argv)
-    if args.command == "example":
-        from .synthetic import example_graph
-        print(example_graph(args.out_dir, scale=args.scale, seed=args.seed))
-        return 0
+    if args.command in ("example", "hostfile"):
+        return _run_serial(args)
 
     from mpi4py import MPI
     comm = MPI.COMM_WORLD
@@ -90,6 +93,21 @@ def main(argv: Optional[List[str]] = None) -> int:
         sys.stderr.write(f"[rank {comm.Get_rank()}] " + traceback.format_exc())
         sys.stderr.flush()
         comm.Abort(1)
+    return 0
+
+
+def _run_serial(args: argparse.Namespace) -> int:
+    """Subcommands that need no MPI."""
+    try:
+        if args.command == "example":
+            from .synthetic import example_graph
+            print(example_graph(args.out_dir, scale=args.scale, seed=args.seed))
+        else:
+            from .launch import hostfile_text, read_ip_config
+            sys.stdout.write(hostfile_text(read_ip_config(args.ip_config), args.slots, args.flavor))
+    except DistpartError as e:
+        print(f"distpart {args.command}: error: {e}", file=sys.stderr)
+        return EXIT_USER_ERROR
     return 0
 
 
