@@ -8,8 +8,32 @@ cd "$(dirname "$0")/.."
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
+# ParMETIS's licence keeps it out of Debian main / Ubuntu universe: enable the component
+# that carries libparmetis4.0 (Debian non-free, Ubuntu multiverse) in a file of our own.
+enable_parmetis_component() {
+  . /etc/os-release
+  local list=/etc/apt/sources.list.d/distpart-parmetis.sources
+  [ -f "$list" ] && return 0
+  case "${ID:-}" in
+    debian)
+      echo "setup: enabling Debian's non-free component for libparmetis4.0 ($list)"
+      printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: %s\nComponents: non-free\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+        "$VERSION_CODENAME" | $SUDO tee "$list" >/dev/null ;;
+    ubuntu)
+      echo "setup: enabling Ubuntu's multiverse component for libparmetis4.0 ($list)"
+      printf 'Types: deb\nURIs: http://archive.ubuntu.com/ubuntu\nSuites: %s\nComponents: multiverse\nSigned-By: /usr/share/keyrings/ubuntu-archive-keyring.gpg\n' \
+        "$VERSION_CODENAME" | $SUDO tee "$list" >/dev/null ;;
+    *)
+      echo "setup: not Debian/Ubuntu: install ParMETIS yourself and set PARMETIS_LIB=/path/libparmetis.so" >&2
+      return 1 ;;
+  esac
+}
+
 need_apt=()
 command -v mpiexec >/dev/null 2>&1 || need_apt+=(openmpi-bin libopenmpi-dev)
+if [ -z "${PARMETIS_LIB:-}" ] && ! ldconfig -p | grep -q "libparmetis\.so"; then
+  enable_parmetis_component && need_apt+=(libparmetis4.0)
+fi
 python3 -c "import venv, ensurepip" >/dev/null 2>&1 || need_apt+=(python3-venv)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing system packages: ${need_apt[*]}"
@@ -26,4 +50,4 @@ if ! .venv/bin/python -c "import distpart, mpi4py, pyarrow, h5py, pytest, psutil
   .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -m pip install -q -e ".[test]"
 fi
-echo "setup: ready ($(.venv/bin/python -c 'import mpi4py.MPI as M; print(M.Get_library_version().splitlines()[0].strip())'))"
+echo "setup: ready ($(.venv/bin/python -c 'import mpi4py.MPI as M; print(M.Get_library_version().split(chr(0))[0].splitlines()[0].strip())'))"
