@@ -32,6 +32,7 @@ def main(argv=None) -> int:
     ap.add_argument("--num-chunks", type=int, default=8)
     ap.add_argument("--format", default="numpy", choices=["numpy", "csv", "parquet"])
     ap.add_argument("--feat-dim", type=int, default=16)
+    ap.add_argument("--method", default="random", choices=["random", "parmetis"])
     ap.add_argument("--no-verify", action="store_true")
     ap.add_argument("--work-dir", type=Path, help="default: a temporary folder, removed afterwards")
     ap.add_argument("--json", type=Path, default=Path(__file__).parent / "results" / "pipeline.json")
@@ -52,7 +53,7 @@ def main(argv=None) -> int:
         stats_path = work / "stats.json"
         cmd = [shutil.which("mpiexec") or "mpiexec", "-n", str(args.ranks), sys.executable, "-m", "distpart.cli",
                "pipeline", str(meta.parent), str(work / "out"), "--num-parts", str(parts),
-               "--stats-json", str(stats_path)] + (["--no-verify"] if args.no_verify else [])
+               "--stats-json", str(stats_path), "--method", args.method] + (["--no-verify"] if args.no_verify else [])
         env = dict(os.environ, OMPI_MCA_rmaps_base_oversubscribe="1")
         if os.geteuid() == 0:
             env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
@@ -60,9 +61,9 @@ def main(argv=None) -> int:
         subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
         total_s = time.perf_counter() - t0
         stats = json.loads(stats_path.read_text())
-        result = {"graph": name, "ranks": args.ranks, "num_parts": parts, "generate_s": round(gen_s, 2),
+        result = {"graph": name, "method": args.method, "ranks": args.ranks, "num_parts": parts, "generate_s": round(gen_s, 2),
                   "mpiexec_wall_s": round(total_s, 2), **stats}
-        print(f"{name}: {args.ranks} ranks, {parts} partitions; mpiexec wall {total_s:.2f} s "
+        print(f"{name}: {args.method}, {args.ranks} ranks, {parts} partitions; mpiexec wall {total_s:.2f} s "
               f"(input generated in {gen_s:.1f} s)")
         print(format_stage_table(stats))
         args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import TYPE_CHECKING, Dict, Optional
 
 import numpy as np
 
@@ -25,6 +25,9 @@ from .errors import InputError
 from .exchange import allreduce_sum, exscan_sum
 from .metadata import GraphMeta
 from .readers import block_bounds, read_csv_ints
+
+if TYPE_CHECKING:
+    from .balance import BalanceOptions
 
 META_FILE = "partition_meta.json"
 _WRITE_PIECE = 1 << 30  # bytes per MPI-IO call: keeps counts far below 2**31
@@ -105,6 +108,41 @@ def random_assignment(comm, meta: GraphMeta, num_parts: int, seed: int) -> Assig
         ids = np.arange(bounds[rank], bounds[rank + 1], dtype=np.int64)
         blocks[ntype] = NodeBlock(int(bounds[rank]), random_parts(ids, n, num_parts, seed, t), bounds)
     return Assignment(num_parts, "random", blocks)
+
+
+# ---------------------------------------------------------------- parmetis
+
+def parmetis_assignment(comm, meta: GraphMeta, num_parts: int, balance: "BalanceOptions",
+                        seed: int = 0, max_bytes: int = 256 << 20) -> Assignment:
+    """ParMETIS on the symmetrized homogeneous graph, split back into per-type blocks. Collective."""
+    from . import parmetis
+    from .adjacency import build_csr, type_offsets
+    from .balance import check_options, usable_constraints, vertex_weights
+
+    with agreed(comm):
+        check_options(meta, balance)
+        lib = parmetis.load()
+    csr = build_csr(comm, meta, max_bytes)
+    offsets = type_offsets(meta)
+    lo, hi = int(csr.vtxdist[comm.Get_rank()]), int(csr.vtxdist[comm.Get_rank() + 1])
+    with agreed(comm):
+        vwgt, names = vertex_weights(meta, balance, offsets, lo, hi, csr.in_degree)
+    keep, notes = usable_constraints(allreduce_sum(comm, vwgt.sum(axis=0)), names, num_parts, balance.imbalance)
+    if comm.Get_rank() == 0:
+        for note in notes:
+            print(f"assign: constraint {note}", flush=True)
+    vwgt = vwgt[:, keep]
+    if names == ["nodes"] or vwgt.shape[1] == 0:
+        vwgt = None  # plain node balance is ParMETIS's default: no weights needed
+    with agreed(comm):
+        part = parmetis.part_kway(lib, comm, csr.vtxdist, csr.xadj, csr.adjncy, vwgt, num_parts,
+                                  balance.imbalance, seed)
+    blocks = {}
+    for t, ntype in enumerate(meta.node_types):
+        n = meta.num_nodes(ntype)
+        a, b = (int(np.clip(x - offsets[t], 0, n)) for x in (lo, hi))
+        blocks[ntype] = NodeBlock(a, part[a + offsets[t] - lo: b + offsets[t] - lo], rank_bounds(comm, a, n))
+    return Assignment(num_parts, "metis", blocks)
 
 
 # ---------------------------------------------------------------- files

@@ -35,9 +35,8 @@ def _parser() -> argparse.ArgumentParser:
     a = sub.add_parser("assign", help="Step 1: write a partition assignment (DGL format)")
     a.add_argument("in_dir", type=Path)
     a.add_argument("assign_dir", type=Path)
-    a.add_argument("--method", choices=["random"], default="random")
     a.add_argument("--num-parts", type=int, required=True)
-    a.add_argument("--seed", type=int, default=0)
+    method_options(a)
     common(a)
 
     d = sub.add_parser("dispatch", help="Step 2: build and write the partitions")
@@ -58,11 +57,17 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("in_dir", type=Path)
     q.add_argument("out_dir", type=Path)
     q.add_argument("--num-parts", type=int, required=True)
-    q.add_argument("--method", choices=["random"], default="random")
-    q.add_argument("--seed", type=int, default=0)
+    method_options(q)
     q.add_argument("--assign-dir", type=Path, help="where Step 1 writes (default OUT_DIR/assignment)")
     q.add_argument("--no-verify", dest="verify", action="store_false")
     common(q)
+
+    r = sub.add_parser("report", help="edge cut, balance and halo sizes of an output")
+    r.add_argument("out_dir", type=Path)
+    r.add_argument("--balance-feature", action="append", default=[], metavar="NTYPE/FEAT",
+                   help="also report the balance of this 0/1 node feature")
+    r.add_argument("--json", type=Path, help="where to write the report (default OUT_DIR/report.json)")
+    common(r)
 
     h = sub.add_parser("hostfile", help="print an MPI hostfile for the machines of DGL's ip_config.txt")
     h.add_argument("ip_config", type=Path)
@@ -74,6 +79,17 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--scale", type=int, default=1)
     e.add_argument("--seed", type=int, default=0)
     return p
+
+
+def method_options(sp: argparse.ArgumentParser) -> None:
+    """Step 1's options, shared by `assign` and `pipeline` (DGL partition_graph's names)."""
+    sp.add_argument("--method", choices=["parmetis", "random"], default="parmetis")
+    sp.add_argument("--seed", type=int, default=0)
+    sp.add_argument("--balance-ntypes", action="store_true", help="parmetis: balance every node type")
+    sp.add_argument("--balance-edges", action="store_true", help="parmetis: balance edges (in-degree)")
+    sp.add_argument("--balance-feature", action="append", default=[], metavar="NTYPE/FEAT",
+                    help="parmetis: also balance this 0/1 node feature (e.g. paper/train_mask); repeatable")
+    sp.add_argument("--imbalance", type=float, default=1.05, help="parmetis: allowed load imbalance (ubvec)")
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -112,7 +128,9 @@ def _run_serial(args: argparse.Namespace) -> int:
 
 
 def _run(comm, args: argparse.Namespace) -> None:
-    from .assignment import random_assignment, read_assignment, write_assignment
+    from .assignment import parmetis_assignment, random_assignment, read_assignment, write_assignment
+    from .balance import BalanceOptions
+    from .report import report
     from .collective import StageLog, format_stage_table, write_json
     from .dispatch import check_layout, dispatch
     from .validate import validate
@@ -124,12 +142,20 @@ def _run(comm, args: argparse.Namespace) -> None:
     if num_parts is not None:
         check_layout(num_parts, comm.Get_size())
 
+    if args.command == "report":
+        report(comm, args.out_dir, args.balance_feature, args.json)
+        return
     with log.stage(comm, "validate"):
         meta = validate(comm, args.in_dir, full=args.command == "validate" and not args.quick)
     if args.command == "assign" or args.command == "pipeline":
         assign_dir = args.assign_dir if args.command == "assign" else (args.assign_dir or args.out_dir / "assignment")
         with log.stage(comm, "assign"):
-            assignment = random_assignment(comm, meta, args.num_parts, args.seed)
+            if args.method == "random":
+                assignment = random_assignment(comm, meta, args.num_parts, args.seed)
+            else:
+                balance = BalanceOptions(args.balance_ntypes, args.balance_edges,
+                                         tuple(args.balance_feature), args.imbalance)
+                assignment = parmetis_assignment(comm, meta, args.num_parts, balance, args.seed, max_bytes)
             write_assignment(comm, assignment, meta, assign_dir)
     if args.command == "dispatch":
         with log.stage(comm, "read_assign"):
@@ -145,6 +171,9 @@ def _run(comm, args: argparse.Namespace) -> None:
             summary = verify(comm, meta, assignment, args.out_dir, max_bytes=max_bytes)
         if comm.Get_rank() == 0:
             print(f"verify: OK ({summary})", flush=True)
+    if args.command == "pipeline":
+        with log.stage(comm, "report"):
+            report(comm, args.out_dir, args.balance_feature)
 
     stats = log.gather(comm)
     if stats is not None:

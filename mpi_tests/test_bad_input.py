@@ -148,7 +148,7 @@ def test_partitions_not_a_multiple_of_ranks(example_dir, tmp_path):
 
 def test_assignment_with_out_of_range_partition(example_dir, tmp_path):
     assign_dir, out = tmp_path / "assign", tmp_path / "out"
-    distpart(2, "assign", example_dir, assign_dir, "--num-parts", 2)
+    distpart(2, "assign", example_dir, assign_dir, "--num-parts", 2, "--method", "random")
     lines = (assign_dir / "author.txt").read_text().splitlines()
     lines[10] = "5"
     (assign_dir / "author.txt").write_text("\n".join(lines) + "\n")
@@ -159,7 +159,7 @@ def test_assignment_with_out_of_range_partition(example_dir, tmp_path):
 
 def test_assignment_with_wrong_line_count(example_dir, tmp_path):
     assign_dir, out = tmp_path / "assign", tmp_path / "out"
-    distpart(2, "assign", example_dir, assign_dir, "--num-parts", 2)
+    distpart(2, "assign", example_dir, assign_dir, "--num-parts", 2, "--method", "random")
     with open(assign_dir / "paper.txt", "a") as f:
         f.write("0\n")
     run = distpart(2, "dispatch", example_dir, assign_dir, out, ok=False)

@@ -40,7 +40,7 @@ def _dump(python: str, config: Path, dump_dir: Path, *extra: str) -> None:
 
 def test_dgl_load_partition_agrees_with_distpart(dgl_python, example_dir, tmp_path):
     out = tmp_path / "out"
-    distpart(2, "pipeline", example_dir, out, "--num-parts", 4)
+    distpart(2, "pipeline", example_dir, out, "--num-parts", 4, "--method", "random")
     config = out / "metadata.json"
     _dump(dgl_python, config, tmp_path / "dump")
     cfg = json.loads(config.read_text())
@@ -79,7 +79,7 @@ def test_dgl_load_partition_agrees_with_distpart(dgl_python, example_dir, tmp_pa
 def test_dgl_distgraph_reads_original_features(dgl_python, example_dir, tmp_path):
     """A 1-partition output opened as a standalone DistGraph serves every feature in original order."""
     out = tmp_path / "out"
-    distpart(1, "pipeline", example_dir, out, "--num-parts", 1)
+    distpart(1, "pipeline", example_dir, out, "--num-parts", 1, "--method", "random")
     _dump(dgl_python, out / "metadata.json", tmp_path / "dump", "--distgraph")
     theirs = np.load(tmp_path / "dump" / "distgraph.npz")
     ref = read_whole_graph(example_dir / "metadata.json")

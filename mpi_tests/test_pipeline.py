@@ -19,7 +19,7 @@ def pipeline_outputs(example_dir, tmp_path_factory):
     outs = {}
     for r in RANKS:
         out = tmp_path_factory.mktemp(f"out_r{r}")
-        run = distpart(r, "pipeline", example_dir, out, "--num-parts", NUM_PARTS, "--seed", 7,
+        run = distpart(r, "pipeline", example_dir, out, "--num-parts", NUM_PARTS, "--seed", 7, "--method", "random",
                        "--stats-json", out.parent / f"stats_r{r}.json")
         assert "verify: OK" in run.stdout
         outs[r] = out
@@ -53,7 +53,6 @@ def test_random_assignment_is_balanced_per_type(pipeline_outputs, example_dir):
     for ntype, parts in read_assignment_files(out / "assignment", ["author", "paper", "institution"]).items():
         sizes = np.bincount(parts, minlength=NUM_PARTS)
         assert sizes.max() - sizes.min() <= 1, (ntype, sizes)
-    # A different seed gives a different assignment.
     other = read_assignment_files(out / "assignment", ["paper"])["paper"]
     assert len(np.unique(other)) == NUM_PARTS
 
@@ -70,7 +69,7 @@ def test_stats_json_has_every_stage_and_rank(pipeline_outputs):
 def test_more_partitions_than_ranks_and_separate_steps(example_dir, tmp_path):
     """P = 2R through the separate assign / dispatch / verify commands."""
     assign_dir, out = tmp_path / "assign", tmp_path / "out"
-    distpart(2, "assign", example_dir, assign_dir, "--num-parts", 4, "--seed", 7)
+    distpart(2, "assign", example_dir, assign_dir, "--num-parts", 4, "--seed", 7, "--method", "random")
     distpart(2, "dispatch", example_dir, assign_dir, out, "--max-message-mb", 1)
     run = distpart(2, "verify", example_dir, assign_dir, out)
     assert "verify: OK" in run.stdout
@@ -79,8 +78,8 @@ def test_more_partitions_than_ranks_and_separate_steps(example_dir, tmp_path):
 
 def test_assignment_independent_of_ranks(example_dir, tmp_path):
     a1, a4 = tmp_path / "a1", tmp_path / "a4"
-    distpart(1, "assign", example_dir, a1, "--num-parts", 8, "--seed", 3)
-    distpart(4, "assign", example_dir, a4, "--num-parts", 8, "--seed", 3)
+    distpart(1, "assign", example_dir, a1, "--num-parts", 8, "--seed", 3, "--method", "random")
+    distpart(4, "assign", example_dir, a4, "--num-parts", 8, "--seed", 3, "--method", "random")
     assert tree_bytes(a1) == tree_bytes(a4)
 
 

@@ -15,7 +15,7 @@ from distpart.dglformat import read_graph, read_tensor_dict, write_graph, write_
 @pytest.fixture(scope="module")
 def good_output(example_dir, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("verify") / "out"
-    distpart(2, "pipeline", example_dir, out, "--num-parts", 4, "--no-verify")
+    distpart(2, "pipeline", example_dir, out, "--num-parts", 4, "--no-verify", "--method", "random")
     return out
 
 
