@@ -75,7 +75,8 @@ def keyed_permutation(ids: np.ndarray, n: int, key: int, rounds: int = 4) -> np.
         return ids.astype(np.int64)
     half = max(1, ((n - 1).bit_length() + 1) // 2)
     mask = np.uint64((1 << half) - 1)
-    keys = [_mix(np.array([key * 1000003 + r], dtype=np.uint64))[0] for r in range(rounds)]
+    # Any Python int seed (negative, huge) maps into uint64 by wrapping, like the hash itself.
+    keys = [_mix(np.array([(key * 1000003 + r) % 2**64], dtype=np.uint64))[0] for r in range(rounds)]
 
     def feistel(x: np.ndarray) -> np.ndarray:
         left, right = x >> np.uint64(half), x & mask
@@ -196,7 +197,8 @@ def read_partition_meta(assign_dir: Path) -> Optional[dict]:
         obj = json.loads(path.read_text())
     except json.JSONDecodeError as e:
         raise InputError(path, f"malformed JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
-    if not isinstance(obj, dict) or not isinstance(obj.get("num_parts"), int) or obj["num_parts"] < 1:
+    num_parts = obj.get("num_parts") if isinstance(obj, dict) else None
+    if not isinstance(num_parts, int) or isinstance(num_parts, bool) or num_parts < 1:
         raise InputError(path, "must be an object with a positive integer 'num_parts'")
     return obj
 

@@ -112,6 +112,8 @@ def load_metadata(path: "str | os.PathLike[str]") -> GraphMeta:
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError(p, "file does not exist") from None
+    except UnicodeDecodeError as e:
+        raise InputError(p, f"not UTF-8 text (byte {e.start}): not a JSON file?") from None
     except OSError as e:
         raise InputError(p, f"cannot read: {e.strerror}") from None
     try:
@@ -139,6 +141,8 @@ def parse_metadata(raw: Any, path: Path) -> GraphMeta:
         ctx.fail("edge_type", "edge type names must be unique")
     edge_chunks = ctx.count_lists(raw, "num_edges_per_chunk", etype_names) if etype_names else []
     edges_raw = ctx.typed(raw, "edges", dict) if etype_names else raw.get("edges", {})
+    if not isinstance(edges_raw, dict):
+        ctx.fail("edges", f"must be an object, found {type(edges_raw).__name__}")
     edge_types = []
     for name, counts in zip(etype_names, edge_chunks):
         parts = name.split(":")

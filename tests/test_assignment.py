@@ -103,10 +103,6 @@ def test_random_parts_depends_on_seed_and_type() -> None:
     assert not np.array_equal(base, ids % P)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: keyed_permutation builds np.array([key * 1000003 + r], "
-                   "dtype=uint64) without reducing it mod 2**64 (key = seed*7919 + type), so `--seed -1` "
-                   "or any seed >= 2**64/(7919*1000003) ~ 2.33e9 raises OverflowError instead of "
-                   "giving a partition")
 @pytest.mark.parametrize("seed", [-1, 2**32, 2**50])
 def test_random_parts_any_integer_seed(seed: int) -> None:
     parts = random_parts(np.arange(100), 100, 4, seed, 0)
@@ -177,8 +173,6 @@ def test_read_partition_meta_bad_num_parts(tmp_path: Path, text: str) -> None:
     assert "num_parts" in str(info.value)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: read_partition_meta checks isinstance(num_parts, int), "
-                   "which accepts JSON true/false (bool is an int subclass): true is taken as 1 partition")
 def test_read_partition_meta_bool_num_parts(tmp_path: Path) -> None:
     (tmp_path / META_FILE).write_text('{"algo_name": "random", "num_parts": true}')
     with pytest.raises(InputError):

@@ -222,8 +222,6 @@ def test_truncated_json(tmp_path: Path) -> None:
     expect_error(tmp_path, text, "malformed JSON", "line 1", "column")
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: load_metadata decodes metadata.json as UTF-8 and only "
-                   "catches OSError, so non-UTF-8 bytes escape as UnicodeDecodeError, not InputError")
 def test_non_utf8_metadata_raises_input_error(tmp_path: Path) -> None:
     path = tmp_path / "metadata.json"
     path.write_bytes(b'{"graph_name": "caf\xe9"}')
@@ -422,9 +420,6 @@ def test_features_of_a_type_not_an_object(tmp_path: Path) -> None:
     expect_error(tmp_path, mutated(tmp_path, change), "node_data.paper", "must be an object")
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: with no edge types, parse_metadata iterates raw['edges'] "
-                   "without checking it is an object, so \"edges\": null (or a number) raises "
-                   "TypeError instead of InputError")
 @pytest.mark.parametrize("edges", [None, 5])
 def test_non_object_edges_without_edge_types(tmp_path: Path, edges: Any) -> None:
     raw = {"graph_name": "g", "node_type": ["a"], "num_nodes_per_chunk": [[1]], "edges": edges}
