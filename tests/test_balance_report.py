@@ -1,0 +1,76 @@
+"""Pure parts of ParMETIS assignment and reporting: CSR building, constraints, weights, report."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from distpart.adjacency import csr_from_pairs
+from distpart.balance import BalanceOptions, usable_constraints, vertex_weights
+from distpart.errors import InputError
+from distpart.metadata import load_metadata
+from distpart.report import imbalance, summarize
+from distpart.synthetic import example_graph, read_whole_graph
+
+
+@pytest.mark.parametrize("num_cols", [50, 2**40])  # combined-key sort, and the lexsort fallback
+def test_csr_from_pairs_sorts_and_drops_duplicates(num_cols):
+    rng = np.random.default_rng(1)
+    rows = rng.integers(0, 10, 400)
+    cols = rng.integers(0, 50, 400)
+    xadj, adjncy = csr_from_pairs(rows, cols, 12, num_cols)
+    assert xadj[0] == 0 and len(xadj) == 13 and xadj[-1] == len(adjncy)
+    for r in range(12):
+        assert adjncy[xadj[r]:xadj[r + 1]].tolist() == sorted(set(cols[rows == r].tolist()))
+
+
+def test_usable_constraints():
+    names = ["ntype:a", "ntype:b", "ntype:c", "edges", "feature:a/m"]
+    keep, notes = usable_constraints(np.array([1000, 3, 0, 50, 4]), names, 4, 1.05)
+    assert keep.tolist() == [True, False, False, True, True]
+    assert "ntype:b: 3 nodes cannot be spread over 4 partitions" in notes[0]
+    assert "ntype:c: no weight at all" in notes[1]
+    keep, _ = usable_constraints(np.array([6]), ["ntype:a"], 4, 1.05)   # best 2/1.5 = 1.33
+    assert not keep[0]
+    keep, _ = usable_constraints(np.array([6]), ["ntype:a"], 4, 1.5)
+    assert keep[0]
+
+
+@pytest.fixture(scope="module")
+def example(tmp_path_factory):
+    path = example_graph(tmp_path_factory.mktemp("ex"))
+    return load_metadata(path), read_whole_graph(path)
+
+
+def test_vertex_weights_columns(example):
+    meta, ref = example
+    offsets = np.concatenate([[0], np.cumsum(meta.node_counts)])
+    lo, hi = 900, 1400   # spans the author -> paper border
+    deg = np.arange(hi - lo)
+    opts = BalanceOptions(ntypes=True, edges=True, features=("paper/train_mask",))
+    w, names = vertex_weights(meta, opts, offsets, lo, hi, deg)
+    assert names == ["ntype:author", "ntype:paper", "ntype:institution", "edges", "feature:paper/train_mask"]
+    assert w.shape == (500, 5) and w.dtype == np.int64
+    assert w[:100, 0].all() and not w[100:, 0].any() and w[100:, 1].all() and not w[:, 2].any()
+    assert np.array_equal(w[:, 3], deg)
+    mask = ref["node_feats"][("paper", "train_mask")]
+    assert np.array_equal(w[100:, 4], mask[:400].astype(np.int64)) and not w[:100, 4].any()
+    w, names = vertex_weights(meta, BalanceOptions(), offsets, lo, hi, deg)
+    assert names == ["nodes"] and (w == 1).all()
+
+
+def test_balance_feature_must_be_zero_one(example):
+    meta, _ = example
+    offsets = np.concatenate([[0], np.cumsum(meta.node_counts)])
+    with pytest.raises(InputError, match="values must be 0 or 1"):
+        vertex_weights(meta, BalanceOptions(features=("paper/label",)), offsets, 1000, 1100, np.zeros(100))
+
+
+def test_imbalance_and_summary():
+    assert imbalance([10, 10, 10]) == 1.0
+    assert imbalance([15, 5]) == 1.5
+    assert imbalance([0, 0]) == 1.0
+    parts = [{"partition": 0, "nodes": 3, "nodes_per_type": {"a": 3}, "edges": 10, "halo_nodes": 2, "cut_edges": 4},
+             {"partition": 1, "nodes": 1, "nodes_per_type": {"a": 1}, "edges": 30, "halo_nodes": 1, "cut_edges": 2}]
+    rep = summarize(parts, ["a"], [])
+    assert rep["edge_cut"] == 6 and rep["edges"] == 40 and rep["edge_cut_fraction"] == 0.15
+    assert rep["imbalance"] == {"nodes": 1.5, "ntype:a": 1.5, "edges": 1.5}
