@@ -39,19 +39,14 @@ def _parser() -> argparse.ArgumentParser:
     method_options(a)
     common(a)
 
-    d = sub.add_parser("dispatch", help="Step 2: build and write the partitions")
-    d.add_argument("in_dir", type=Path)
-    d.add_argument("assign_dir", type=Path)
-    d.add_argument("out_dir", type=Path)
-    d.add_argument("--num-parts", type=int, help="only needed when the assignment has no partition_meta.json")
-    common(d)
-
-    c = sub.add_parser("verify", help="check an output against its input and assignment")
-    c.add_argument("in_dir", type=Path)
-    c.add_argument("assign_dir", type=Path)
-    c.add_argument("out_dir", type=Path)
-    c.add_argument("--num-parts", type=int)
-    common(c)
+    for name, text in (("dispatch", "Step 2: build and write the partitions"),
+                       ("verify", "check an output against its input and assignment")):
+        d = sub.add_parser(name, help=text)
+        d.add_argument("in_dir", type=Path)
+        d.add_argument("assign_dir", type=Path)
+        d.add_argument("out_dir", type=Path)
+        d.add_argument("--num-parts", type=int, help="only needed when the assignment has no partition_meta.json")
+        common(d)
 
     q = sub.add_parser("pipeline", help="validate, assign, dispatch and verify in one run")
     q.add_argument("in_dir", type=Path)

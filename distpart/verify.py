@@ -189,11 +189,7 @@ def _check_nodes(comm, meta: GraphMeta, assignment: Assignment, parts: Dict[int,
     table = np.empty(len(block.parts), dtype=np.int64)
     with agreed(comm):
         local = orig_r - block.start
-        times = np.bincount(local, minlength=len(block.parts))
-        if (times != 1).any():
-            bad = int(np.flatnonzero(times != 1)[0])
-            raise OutputError(None, f"node {block.start + bad} of type '{ntype}' is owned by "
-                                    f"{times[bad]} partitions (expected exactly 1)")
+        _exactly_once(local, len(block.parts), block.start, f"node {{}} of type '{ntype}' is owned by {{}} partitions")
         wrong = np.flatnonzero(block.parts[local] != part_r)
         if len(wrong):
             i = int(wrong[0])
@@ -230,11 +226,7 @@ def _check_edges(comm, meta: GraphMeta, assignment: Assignment, parts: Dict[int,
     want_dst = lookup(comm, block.dst, assignment.blocks[etype.dst].bounds, new_of_orig[etype.dst], max_bytes)
     with agreed(comm):
         local = orig_r - block.start
-        times = np.bincount(local, minlength=len(block.src))
-        if (times != 1).any():
-            bad = int(np.flatnonzero(times != 1)[0])
-            raise OutputError(None, f"edge {block.start + bad} of type '{etype.name}' is kept "
-                                    f"{times[bad]} times (expected exactly 1)")
+        _exactly_once(local, len(block.src), block.start, f"edge {{}} of type '{etype.name}' is kept {{}} times")
         wrong = np.flatnonzero((want_src[local] != src_r) | (want_dst[local] != dst_r))
         if len(wrong):
             i = int(orig_r[wrong[0]])
@@ -266,6 +258,14 @@ def _compare_feature(comm, source: FeatureSource, start: int, n: int, bounds: np
         if not same.all():
             bad = int(np.flatnonzero(~same)[0])
             raise OutputError(None, f"feature '{key}' of item {start + bad} differs from the input")
+
+
+def _exactly_once(local: np.ndarray, n: int, first: int, message: str) -> None:
+    """Every item of this rank's input block [first, first + n) is claimed exactly once."""
+    times = np.bincount(local, minlength=n)
+    if (times != 1).any():
+        bad = int(np.flatnonzero(times != 1)[0])
+        raise OutputError(None, message.format(first + bad, int(times[bad])) + " (expected exactly 1)")
 
 
 def _in_range(ids: np.ndarray, n: int, what: str) -> None:

@@ -66,6 +66,14 @@ def mpirun(nranks: int, argv: Sequence[str], timeout: float = DEFAULT_TIMEOUT,
     return Run(proc.returncode, out, err)
 
 
+def run_driver(name: str, nranks: int, timeout: float = 120) -> Run:
+    """Run mpi_tests/drivers/NAME.py on nranks ranks and assert it reports success."""
+    run = mpirun(nranks, [], timeout, script=Path(__file__).parent / "drivers" / f"{name}.py")
+    assert run.returncode == 0, run.output
+    assert "checks: passed" in run.stdout, run.output
+    return run
+
+
 def distpart(nranks: int, *argv, timeout: float = DEFAULT_TIMEOUT, ok: Optional[bool] = True) -> Run:
     """Run a distpart subcommand; with ok=True assert success, with ok=False assert failure."""
     run = mpirun(nranks, argv, timeout)

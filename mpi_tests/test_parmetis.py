@@ -2,23 +2,18 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from conftest import RANKS, distpart, mpirun
+from conftest import RANKS, distpart, run_driver
 from distpart.synthetic import read_whole_graph
 from reference import check_output, read_assignment_files
-
-DRIVER = Path(__file__).parent / "drivers" / "parmetis_driver.py"
 
 
 @pytest.mark.parametrize("nranks", RANKS)
 def test_binding_on_grid_graphs(nranks):
-    run = mpirun(nranks, [], timeout=120, script=DRIVER)
-    assert run.returncode == 0, run.output
-    assert "parmetis checks: passed" in run.stdout
+    run_driver("parmetis_driver", nranks)
 
 
 @pytest.mark.parametrize("nranks, factor", [(r, f) for r in RANKS for f in (1, 2)])
