@@ -38,9 +38,10 @@ def _dump(python: str, config: Path, dump_dir: Path, *extra: str) -> None:
     assert run.returncode == 0, run.stdout + run.stderr
 
 
-def test_dgl_load_partition_agrees_with_distpart(dgl_python, example_dir, tmp_path):
+@pytest.mark.parametrize("method", ["random", "parmetis"])
+def test_dgl_load_partition_agrees_with_distpart(dgl_python, example_dir, tmp_path, method):
     out = tmp_path / "out"
-    distpart(2, "pipeline", example_dir, out, "--num-parts", 4, "--method", "random")
+    distpart(2, "pipeline", example_dir, out, "--num-parts", 4, "--method", method)
     config = out / "metadata.json"
     _dump(dgl_python, config, tmp_path / "dump")
     cfg = json.loads(config.read_text())

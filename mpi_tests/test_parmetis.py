@@ -87,3 +87,18 @@ def test_missing_library_is_a_clear_error(example_dir, tmp_path, monkeypatch):
     monkeypatch.setenv("PARMETIS_LIB", str(tmp_path / "libparmetis.so"))
     run = distpart(2, "assign", example_dir, tmp_path / "a", "--num-parts", 2, ok=False)
     assert run.returncode == 2 and "libparmetis.so: file does not exist" in run.stderr, run.output
+
+
+def test_dispatch_of_a_parmetis_assignment_is_identical_for_any_rank_count(example_dir, tmp_path):
+    """ParMETIS's result depends on R; dispatching one given assignment must not."""
+    from reference import tree_bytes
+    assign_dir = tmp_path / "assign"
+    distpart(2, "assign", example_dir, assign_dir, "--num-parts", 4, "--method", "parmetis")
+    trees = {}
+    for r in RANKS:
+        out = tmp_path / f"out{r}"
+        distpart(r, "dispatch", example_dir, assign_dir, out)
+        trees[r] = tree_bytes(out)
+    assert "part3/graph.dgl" in trees[1]
+    for r in RANKS[1:]:
+        assert trees[r] == trees[1], f"R={r} differs from R=1"
