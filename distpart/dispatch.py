@@ -78,7 +78,7 @@ class _State:
     node_starts: np.ndarray                    # (P, T) first new ID of each group
     new_ids: Dict[str, np.ndarray]             # aligned with this rank's assignment block
     edges: Dict[int, List[_Edges]] = field(default_factory=dict)   # own partition -> per etype
-    edge_route: List[Tuple[int, np.ndarray, np.ndarray]] = field(default_factory=list)  # (start, dest rank, part)
+    edge_route: List[Tuple[int, np.ndarray]] = field(default_factory=list)  # (first edge ID, partition per edge)
     edge_counts: Optional[np.ndarray] = None   # (P, E), global
 
 
@@ -231,25 +231,42 @@ def _send_edges(comm, meta: GraphMeta, assignment: Assignment, state: _State,
         src_blk, dst_blk = assignment.blocks[etype.src], assignment.blocks[etype.dst]
         dst_new = lookup(comm, block.dst, dst_blk.bounds, state.new_ids[etype.dst], max_bytes)
         src_new = lookup(comm, block.src, src_blk.bounds, state.new_ids[etype.src], max_bytes)
-        part = np.searchsorted(part_starts, dst_new, side="right") - 1
-        dest = layout.rank_of(part)
-        state.edge_route.append((block.start, dest, part))
+        start, orig = block.start, block.orig_ids
+        del block
+        part = (np.searchsorted(part_starts, dst_new, side="right") - 1).astype(np.int32)
+        state.edge_route.append((start, part))
         (orig_r, src_r, dst_r, part_r), _ = exchange(
-            comm, dest, [block.orig_ids, src_new, dst_new, part], max_bytes)
-        del block, src_new, dst_new
+            comm, layout.rank_of(part), [orig, src_new, dst_new, part], max_bytes)
+        del orig, src_new, dst_new
         for p in mine:
-            sel = part_r == p
-            order = np.argsort(orig_r[sel], kind="stable")
-            state.edges[p].append(_Edges(orig_r[sel][order], src_r[sel][order], dst_r[sel][order]))
-            local_counts[p, e] = int(sel.sum())
+            if len(mine) > 1:
+                sel = part_r == p
+                edges = _Edges(orig_r[sel], src_r[sel], dst_r[sel])
+            else:
+                edges = _Edges(orig_r, src_r, dst_r)
+            state.edges[p].append(_sorted_by_orig(edges))
+            local_counts[p, e] = len(edges.orig)
+        del orig_r, src_r, dst_r, part_r
     state.edge_counts = allreduce_sum(comm, local_counts)
+
+
+def _sorted_by_orig(edges: _Edges) -> _Edges:
+    """Edges in original-ID order.
+
+    `exchange` delivers sources in rank order, each in the order it sent, and ranks read
+    ascending edge-ID blocks: the edges normally arrive sorted, so the sort is skipped.
+    """
+    if len(edges.orig) < 2 or (edges.orig[1:] > edges.orig[:-1]).all():
+        return edges
+    order = np.argsort(edges.orig, kind="stable")
+    return _Edges(edges.orig[order], edges.src[order], edges.dst[order])
 
 
 def _send_edge_features(comm, meta: GraphMeta, state: _State, layout: PartitionLayout,
                         writers: Dict[int, TensorDictWriter], max_bytes: int) -> None:
     mine = layout.parts_of(comm.Get_rank())
     for e, etype in enumerate(meta.edge_types):
-        start, dest, part = state.edge_route[e]
+        start, part = state.edge_route[e]
         for fname, files in meta.edge_features(etype.name).items():
             with agreed(comm):
                 source = FeatureSource(files)
@@ -262,7 +279,8 @@ def _send_edge_features(comm, meta: GraphMeta, state: _State, layout: PartitionL
                 lo, hi = min(b * batch, n), min((b + 1) * batch, n)
                 rows = source.read(start + lo, start + hi)
                 ids = np.arange(start + lo, start + hi, dtype=np.int64)
-                (ids_r, part_r, rows_r), _ = exchange(comm, dest[lo:hi], [ids, part[lo:hi], rows], max_bytes)
+                (ids_r, part_r, rows_r), _ = exchange(comm, layout.rank_of(part[lo:hi]),
+                                                      [ids, part[lo:hi], rows], max_bytes)
                 for p in mine:
                     sel = part_r == p
                     outs[p][np.searchsorted(state.edges[p][e].orig, ids_r[sel])] = rows_r[sel]
