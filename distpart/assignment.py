@@ -23,7 +23,8 @@ from .blocks import rank_bounds
 from .collective import agreed
 from .errors import InputError
 from .exchange import allreduce_sum, exscan_sum
-from .metadata import GraphMeta
+from .exchange import DEFAULT_MAX_BYTES
+from .metadata import GraphMeta, read_json
 from .readers import block_bounds, read_csv_ints
 
 if TYPE_CHECKING:
@@ -114,7 +115,7 @@ def random_assignment(comm, meta: GraphMeta, num_parts: int, seed: int) -> Assig
 # ---------------------------------------------------------------- parmetis
 
 def parmetis_assignment(comm, meta: GraphMeta, num_parts: int, balance: "BalanceOptions",
-                        seed: int = 0, max_bytes: int = 256 << 20) -> Assignment:
+                        seed: int = 0, max_bytes: int = DEFAULT_MAX_BYTES) -> Assignment:
     """ParMETIS on the symmetrized homogeneous graph, split back into per-type blocks. Collective."""
     from . import parmetis
     from .adjacency import build_csr, type_offsets
@@ -193,10 +194,7 @@ def read_partition_meta(assign_dir: Path) -> Optional[dict]:
     path = Path(assign_dir) / META_FILE
     if not path.exists():
         return None
-    try:
-        obj = json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise InputError(path, f"malformed JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+    obj = read_json(path)
     num_parts = obj.get("num_parts") if isinstance(obj, dict) else None
     if not isinstance(num_parts, int) or isinstance(num_parts, bool) or num_parts < 1:
         raise InputError(path, "must be an object with a positive integer 'num_parts'")

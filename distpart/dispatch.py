@@ -185,8 +185,7 @@ def _send_nodes(comm, meta, assignment, state: _State, layout: PartitionLayout,
             orig_nids[p][ntype] = out
         for fname, files in meta.node_features(ntype).items():
             with agreed(comm):
-                source = FeatureSource(files)
-                _check_rows(source, meta.num_nodes(ntype), files.where, f"node type '{ntype}'")
+                source = FeatureSource.expecting(files, meta.num_nodes(ntype), f"node type '{ntype}'")
             outs = {p: np.empty((state.node_counts[p, t], *source.tail_shape), dtype=source.dtype) for p in mine}
             batch = _batch_rows(source.row_bytes, max_bytes)
             for b in range(_batches(comm, len(new), batch)):
@@ -203,12 +202,6 @@ def _send_nodes(comm, meta, assignment, state: _State, layout: PartitionLayout,
 def _positions(new_ids: np.ndarray, start: int, count: int) -> Tuple[np.ndarray, np.ndarray]:
     sel = (new_ids >= start) & (new_ids < start + count)
     return sel, new_ids[sel] - start
-
-
-def _check_rows(source: FeatureSource, expected: int, where: str, what: str) -> None:
-    if source.rows != expected:
-        raise InputError(where, f"feature has {source.rows} rows in its files but {what} "
-                                f"has {expected} items")
 
 
 def _add_feature(comm, writers: Dict[int, TensorDictWriter], outs: Dict[int, np.ndarray],
@@ -269,8 +262,7 @@ def _send_edge_features(comm, meta: GraphMeta, state: _State, layout: PartitionL
         start, part = state.edge_route[e]
         for fname, files in meta.edge_features(etype.name).items():
             with agreed(comm):
-                source = FeatureSource(files)
-                _check_rows(source, etype.count, files.where, f"edge type '{etype.name}'")
+                source = FeatureSource.expecting(files, etype.count, f"edge type '{etype.name}'")
             outs = {p: np.empty((len(state.edges[p][e].orig), *source.tail_shape), dtype=source.dtype)
                     for p in mine}
             batch = _batch_rows(source.row_bytes, max_bytes)

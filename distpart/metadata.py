@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from .errors import InputError
+from .errors import DistpartError, InputError
 
 EDGE_FORMATS = ("csv", "numpy", "parquet")
 FEATURE_FORMATS = ("numpy", "parquet", "hdf5")
@@ -103,24 +103,32 @@ class GraphMeta:
         return out
 
 
+def read_json(path: Path, error: "type[DistpartError]" = InputError) -> Any:
+    """Decode a JSON file; `error(path, problem)` for a missing, unreadable or malformed file.
+
+    Every JSON distpart reads (metadata.json, partition_meta.json, the partition config)
+    goes through here, so all report problems the same way.
+    """
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise error(path, "file does not exist") from None
+    except UnicodeDecodeError as e:
+        raise error(path, f"not UTF-8 text (byte {e.start}): not a JSON file?") from None
+    except OSError as e:
+        raise error(path, f"cannot read: {e.strerror}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise error(path, f"malformed JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+
+
 def load_metadata(path: "str | os.PathLike[str]") -> GraphMeta:
     """Read and check metadata.json (or a folder holding it). Raises InputError naming the key."""
     p = Path(path)
     if p.is_dir():
         p = p / "metadata.json"
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(p, "file does not exist") from None
-    except UnicodeDecodeError as e:
-        raise InputError(p, f"not UTF-8 text (byte {e.start}): not a JSON file?") from None
-    except OSError as e:
-        raise InputError(p, f"cannot read: {e.strerror}") from None
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InputError(p, f"malformed JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
-    return parse_metadata(raw, p)
+    return parse_metadata(read_json(p), p)
 
 
 def parse_metadata(raw: Any, path: Path) -> GraphMeta:

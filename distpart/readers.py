@@ -71,7 +71,6 @@ def read_csv_ints(path: Path, byte_start: int, byte_stop: int, ncols: int,
     field or a wrong number of columns.
     """
     import pyarrow as pa
-    import pyarrow.csv as pacsv
 
     try:
         mm = pa.memory_map(str(path), "r")
@@ -83,15 +82,9 @@ def read_csv_ints(path: Path, byte_start: int, byte_stop: int, ncols: int,
         b = size if byte_stop >= size else _line_start_at_or_after(mm, byte_stop, size)
         if b <= a:
             return np.empty((0, ncols), dtype=np.int64)
-        names = [f"c{i}" for i in range(ncols)]
         mm.seek(a)
         try:
-            table = pacsv.read_csv(
-                pa.BufferReader(mm.read_buffer(b - a)),  # zero-copy view of the mapped file
-                read_options=pacsv.ReadOptions(column_names=names, use_threads=False),
-                parse_options=pacsv.ParseOptions(delimiter=delimiter),
-                convert_options=pacsv.ConvertOptions(column_types={n: pa.int64() for n in names}),
-            )
+            table = _parse_csv(mm.read_buffer(b - a), ncols, delimiter)  # zero-copy view of the map
         except pa.ArrowInvalid as e:
             line = _first_bad_line(mm, a, b, ncols, delimiter)
             raise InputError(path, f"bad CSV row{line}: {str(e).splitlines()[0]}") from None
@@ -125,17 +118,23 @@ def _first_bad_line(mm, a: int, b: int, ncols: int, delimiter: str) -> str:
     return f" (line {number}: {lines[lo][:60].decode('utf-8', 'replace').rstrip()!r})"
 
 
-def _parses(data: bytes, ncols: int, delimiter: str) -> bool:
+def _parse_csv(data, ncols: int, delimiter: str):
+    """A header-less CSV of `ncols` int64 columns as a pyarrow Table (raises ArrowInvalid)."""
     import pyarrow as pa
     import pyarrow.csv as pacsv
+    names = [f"c{i}" for i in range(ncols)]
+    return pacsv.read_csv(pa.BufferReader(data),
+                          read_options=pacsv.ReadOptions(column_names=names, use_threads=False),
+                          parse_options=pacsv.ParseOptions(delimiter=delimiter),
+                          convert_options=pacsv.ConvertOptions(column_types={n: pa.int64() for n in names}))
+
+
+def _parses(data: bytes, ncols: int, delimiter: str) -> bool:
+    import pyarrow as pa
     if not data.strip():
         return True
-    names = [f"c{i}" for i in range(ncols)]
     try:
-        table = pacsv.read_csv(pa.BufferReader(data),
-                               read_options=pacsv.ReadOptions(column_names=names, use_threads=False),
-                               parse_options=pacsv.ParseOptions(delimiter=delimiter),
-                               convert_options=pacsv.ConvertOptions(column_types={n: pa.int64() for n in names}))
+        table = _parse_csv(data, ncols, delimiter)
     except pa.ArrowInvalid:
         return False
     return not any(col.null_count for col in table.columns)
@@ -214,6 +213,15 @@ class FeatureSource:
         self.tail_shape: Tuple[int, ...] = first_tail
         self.file_rows = [s[0] for s in shapes]
         self.offsets = np.concatenate([[0], np.cumsum(self.file_rows, dtype=np.int64)])
+
+    @classmethod
+    def expecting(cls, files: ChunkFiles, rows: int, owner: str) -> "FeatureSource":
+        """Open a feature whose files must hold exactly `rows` rows (one per item of `owner`)."""
+        source = cls(files)
+        if source.rows != rows:
+            raise InputError(files.where, f"feature has {source.rows} rows in its files but {owner} "
+                                          f"has {rows} items")
+        return source
 
     @property
     def rows(self) -> int:

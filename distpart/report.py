@@ -17,6 +17,7 @@ from .collective import agreed
 from .dglformat import read_graph, read_tensor_dict
 from .dispatch import CONFIG_FILE, PartitionLayout, check_layout
 from .errors import OutputError
+from .metadata import read_json
 
 REPORT_FILE = "report.json"
 
@@ -76,10 +77,7 @@ def report(comm, out_dir: Path, features: Sequence[str] = (), json_path: Optiona
     """Compute the report of an output; rank 0 prints it, writes JSON and returns it. Collective."""
     out_dir = Path(out_dir)
     with agreed(comm):
-        try:
-            config = json.loads((out_dir / CONFIG_FILE).read_text())
-        except (FileNotFoundError, json.JSONDecodeError) as e:
-            raise OutputError(out_dir / CONFIG_FILE, f"cannot read the partition config: {e}") from None
+        config = read_json(out_dir / CONFIG_FILE, OutputError)
     layout = PartitionLayout(int(config["num_parts"]), comm.Get_size())
     check_layout(layout.num_parts, layout.nranks)
     ntypes = sorted(config["ntypes"], key=config["ntypes"].get)

@@ -46,10 +46,12 @@ def _header_checks(meta: GraphMeta) -> List[Callable[[], None]]:
             checks.append(lambda e=etype: _check_edge_rows(e))
     for ntype, feats in meta.node_data.items():
         for files in feats.values():
-            checks.append(lambda f=files, n=meta.num_nodes(ntype), t=ntype: _check_feature(f, n, f"node type '{t}'"))
+            checks.append(lambda f=files, n=meta.num_nodes(ntype), t=ntype:
+                          FeatureSource.expecting(f, n, f"node type '{t}'"))
     for ename, feats in meta.edge_data.items():
         for files in feats.values():
-            checks.append(lambda f=files, n=meta.etype(ename).count, t=ename: _check_feature(f, n, f"edge type '{t}'"))
+            checks.append(lambda f=files, n=meta.etype(ename).count, t=ename:
+                          FeatureSource.expecting(f, n, f"edge type '{t}'"))
     return checks
 
 
@@ -57,13 +59,6 @@ def _check_edge_rows(etype) -> None:
     for path, found, declared in zip(etype.files.paths, edge_file_sizes(etype.files), etype.chunk_counts):
         if found != declared:
             raise InputError(path, f"has {found} edges but num_edges_per_chunk for '{etype.name}' says {declared}")
-
-
-def _check_feature(files, expected: int, what: str) -> None:
-    source = FeatureSource(files)
-    if source.rows != expected:
-        raise InputError(files.where, f"feature has {source.rows} rows in its files but {what} has "
-                                      f"{expected} items")
 
 
 def _read_all_features(comm, meta: GraphMeta, batch_rows: int = 1 << 20) -> None:

@@ -11,7 +11,6 @@ gathered on one rank.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict
@@ -25,7 +24,7 @@ from .dglformat import read_graph, read_tensor_dict, to_storable
 from .dispatch import CONFIG_FILE, PartitionLayout, check_layout
 from .errors import OutputError
 from .exchange import exchange, lookup
-from .metadata import GraphMeta
+from .metadata import GraphMeta, read_json
 from .partbook import PartitionBook
 from .readers import FeatureSource
 from .relabel import range_starts, type_of
@@ -51,7 +50,9 @@ def verify(comm, meta: GraphMeta, assignment: Assignment, out_dir: Path, *,
     """Raise OutputError on every rank if the output disagrees with the input. Collective."""
     out_dir = Path(out_dir)
     with agreed(comm):
-        config = _load_config(out_dir / CONFIG_FILE)
+        if not (out_dir / CONFIG_FILE).exists():
+            raise OutputError(out_dir / CONFIG_FILE, "does not exist (the output is missing or incomplete)")
+        config = read_json(out_dir / CONFIG_FILE, OutputError)
         node_counts, edge_counts = _check_config(out_dir / CONFIG_FILE, config, meta, assignment)
     layout = PartitionLayout(assignment.num_parts, comm.Get_size())
     check_layout(layout.num_parts, layout.nranks)
@@ -72,15 +73,6 @@ def verify(comm, meta: GraphMeta, assignment: Assignment, out_dir: Path, *,
 
 
 # ---------------------------------------------------------------- config and structure
-
-def _load_config(path: Path) -> dict:
-    try:
-        return json.loads(path.read_text())
-    except FileNotFoundError:
-        raise OutputError(path, "does not exist (the output is missing or incomplete)") from None
-    except json.JSONDecodeError as e:
-        raise OutputError(path, f"malformed JSON at line {e.lineno}: {e.msg}") from None
-
 
 def _check_config(path: Path, config: dict, meta: GraphMeta, assignment: Assignment):
     """(node counts (P, T), edge counts (P, E)) from the maps, checked against the input."""
