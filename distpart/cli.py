@@ -69,6 +69,10 @@ def _parser() -> argparse.ArgumentParser:
     h.add_argument("--slots", type=int, default=1, help="ranks per machine")
     h.add_argument("--flavor", choices=["openmpi", "mpich"], default="openmpi")
 
+    from .launch import add_launch_arguments
+    add_launch_arguments(sub.add_parser("launch", help="start a distpart job across the machines of "
+                                        "DGL's ip_config.txt or a hostfile with the site's mpiexec"))
+
     e = sub.add_parser("example", help="generate the bundled heterogeneous example graph")
     e.add_argument("out_dir", type=Path)
     e.add_argument("--scale", type=int, default=1)
@@ -89,6 +93,9 @@ def method_options(sp: argparse.ArgumentParser) -> None:
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "launch":
+        from .launch import launch_main
+        return launch_main(args)
     if args.command in ("example", "hostfile"):
         return _run_serial(args)
 
