@@ -45,3 +45,20 @@ def hostfile_text(hosts: List[str], slots: int, flavor: str = "openmpi") -> str:
         merged[h] = merged.get(h, 0) + slots
     fmt = "{h} slots={n}" if flavor == "openmpi" else "{h}:{n}"
     return "".join(fmt.format(h=h, n=n) + "\n" for h, n in merged.items())
+
+
+def add_launch_arguments(sp) -> None:
+    """The `distpart launch` options (the parser of the `launch` subcommand)."""
+    import argparse
+    src = sp.add_mutually_exclusive_group(required=True)
+    src.add_argument("--ip-config", type=Path, help="DGL's ip_config.txt: one machine per line, 'IP [PORT] ...'")
+    src.add_argument("--hostfile", type=Path, help="an Open MPI, MPICH or plain (one host per line) hostfile")
+    sp.add_argument("--ranks-per-host", type=int, help="ranks on each machine")
+    sp.add_argument("--interface", help="network interface name or CIDR subnet MPI traffic must use")
+    sp.add_argument("--dry-run", action="store_true", help="print the mpiexec command only")
+    sp.add_argument("job", nargs=argparse.REMAINDER, help="-- SUBCOMMAND ARGS...: the distpart job to start")
+
+
+def launch_main(args) -> int:
+    """Start the job with the site's mpiexec (work in progress: being written)."""
+    raise SystemExit("distpart launch: not available yet in this build")
