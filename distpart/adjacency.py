@@ -9,13 +9,14 @@ destination's in-degree, the number of edges that vertex's partition will keep.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List
+from typing import List, Optional
 
 import numpy as np
 
 from .blocks import read_edge_block
 from .exchange import DEFAULT_MAX_BYTES, exchange
 from .metadata import GraphMeta
+from .progress import Progress
 from .readers import block_bounds
 
 
@@ -57,8 +58,16 @@ def csr_from_pairs(rows: np.ndarray, cols: np.ndarray, nrows: int,
     return xadj, cols_s.astype(np.int64, copy=False)
 
 
-def build_csr(comm, meta: GraphMeta, max_bytes: int = DEFAULT_MAX_BYTES) -> DistributedCSR:
+def build_csr(comm, meta: GraphMeta, max_bytes: int = DEFAULT_MAX_BYTES,
+              progress: Optional[Progress] = None) -> DistributedCSR:
     """Read every edge block and route both directions of each edge to its row's owner. Collective."""
+    progress = progress or Progress.off()
+    total = sum(-(-et.count // comm.Get_size()) for et in meta.edge_types)
+    with progress.task("graph for the partitioner", total, "edges"):
+        return _build_csr(comm, meta, max_bytes, progress)
+
+
+def _build_csr(comm, meta: GraphMeta, max_bytes: int, progress: Progress) -> DistributedCSR:
     offsets = type_offsets(meta)
     vtxdist = block_bounds(int(offsets[-1]), comm.Get_size())
     lo, hi = int(vtxdist[comm.Get_rank()]), int(vtxdist[comm.Get_rank() + 1])
@@ -66,7 +75,8 @@ def build_csr(comm, meta: GraphMeta, max_bytes: int = DEFAULT_MAX_BYTES) -> Dist
     cols: List[np.ndarray] = []
     incoming: List[np.ndarray] = []
     for etype in meta.edge_types:
-        block = read_edge_block(comm, meta, etype)
+        block = read_edge_block(comm, meta, etype, progress, 0.5)
+        n = len(block.src)
         u = block.src + offsets[meta.ntype_id(etype.src)]
         v = block.dst + offsets[meta.ntype_id(etype.dst)]
         del block
@@ -81,6 +91,7 @@ def build_csr(comm, meta: GraphMeta, max_bytes: int = DEFAULT_MAX_BYTES) -> Dist
         rows.append(r - lo)
         cols.append(c)
         incoming.append(i)
+        progress.advance(n * 0.5)
     r = np.concatenate(rows) if rows else np.empty(0, np.int64)
     c = np.concatenate(cols) if cols else np.empty(0, np.int64)
     i = np.concatenate(incoming) if incoming else np.empty(0, np.uint8)

@@ -25,6 +25,7 @@ from .errors import InputError
 from .exchange import allreduce_sum, exscan_sum
 from .exchange import DEFAULT_MAX_BYTES
 from .metadata import GraphMeta, read_json
+from .progress import Progress
 from .readers import block_bounds, read_csv_ints
 
 if TYPE_CHECKING:
@@ -114,9 +115,16 @@ def random_assignment(comm, meta: GraphMeta, num_parts: int, seed: int) -> Assig
 
 # ---------------------------------------------------------------- parmetis
 
+# Seconds per adjacency entry held by a rank, to estimate how long ParMETIS will take for
+# the progress ETA (measured on 2-core nodes: 1.4 us on a random graph, 3.4 us on RMAT).
+PARMETIS_S_PER_ARC = 2.5e-6
+
+
 def parmetis_assignment(comm, meta: GraphMeta, num_parts: int, balance: "BalanceOptions",
-                        seed: int = 0, max_bytes: int = DEFAULT_MAX_BYTES) -> Assignment:
+                        seed: int = 0, max_bytes: int = DEFAULT_MAX_BYTES,
+                        progress: Optional[Progress] = None) -> Assignment:
     """ParMETIS on the symmetrized homogeneous graph, split back into per-type blocks. Collective."""
+    progress = progress or Progress.off()
     from . import parmetis
     from .adjacency import build_csr, type_offsets
     from .balance import check_options, usable_constraints, vertex_weights
@@ -124,7 +132,7 @@ def parmetis_assignment(comm, meta: GraphMeta, num_parts: int, balance: "Balance
     with agreed(comm):
         check_options(meta, balance)
         lib = parmetis.load()
-    csr = build_csr(comm, meta, max_bytes)
+    csr = build_csr(comm, meta, max_bytes, progress)
     offsets = type_offsets(meta)
     lo, hi = int(csr.vtxdist[comm.Get_rank()]), int(csr.vtxdist[comm.Get_rank() + 1])
     with agreed(comm):
@@ -136,7 +144,8 @@ def parmetis_assignment(comm, meta: GraphMeta, num_parts: int, balance: "Balance
     vwgt = vwgt[:, keep]
     if names == ["nodes"] or vwgt.shape[1] == 0:
         vwgt = None  # plain node balance is ParMETIS's default: no weights needed
-    with agreed(comm):
+    estimate = 1.0 + PARMETIS_S_PER_ARC * len(csr.adjncy)
+    with agreed(comm), progress.opaque("ParMETIS_V3_PartKway", estimate):
         part = parmetis.part_kway(lib, comm, csr.vtxdist, csr.xadj, csr.adjncy, vwgt, num_parts,
                                   balance.imbalance, seed)
     blocks = {}

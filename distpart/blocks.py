@@ -8,6 +8,7 @@ that `dispatch` and `verify` catch bad input without a separate pass over the ed
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 
@@ -15,6 +16,7 @@ from .collective import agreed
 from .errors import InputError
 from .exchange import allgather_int64, allreduce_sum, exscan_sum
 from .metadata import EdgeType, GraphMeta
+from .progress import Progress
 from .readers import edge_file_sizes, pieces_of_block, read_edge_piece
 
 
@@ -31,8 +33,13 @@ class EdgeBlock:
         return np.arange(self.start, self.start + len(self.src), dtype=np.int64)
 
 
-def read_edge_block(comm, meta: GraphMeta, etype: EdgeType) -> EdgeBlock:
-    """Read and check this rank's block of `etype`'s edges. Collective."""
+def read_edge_block(comm, meta: GraphMeta, etype: EdgeType, progress: Optional[Progress] = None,
+                    weight: float = 1.0) -> EdgeBlock:
+    """Read and check this rank's block of `etype`'s edges. Collective.
+
+    Each piece read advances `progress` by `weight` per edge (the caller's share of its task).
+    """
+    progress = progress or Progress.off()
     files = etype.files
     n_src, n_dst = meta.num_nodes(etype.src), meta.num_nodes(etype.dst)
     rows_per_file = np.zeros(len(files.paths), dtype=np.int64)
@@ -46,6 +53,7 @@ def read_edge_block(comm, meta: GraphMeta, etype: EdgeType) -> EdgeBlock:
             _check_range(src, n_src, path, f"source node type '{etype.src}'", row0)
             _check_range(dst, n_dst, path, f"destination node type '{etype.dst}'", row0)
             rows_per_file[piece.file] += len(src)
+            progress.advance(len(src) * weight)
             srcs.append(src)
             dsts.append(dst)
     totals = allreduce_sum(comm, rows_per_file)

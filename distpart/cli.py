@@ -8,6 +8,7 @@ aborts the whole MPI job, so no rank is left waiting in a collective.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import traceback
 from pathlib import Path
@@ -26,6 +27,13 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("--max-message-mb", type=int, default=256,
                         help="cap on the bytes one rank sends or receives per Alltoallv (MiB)")
         sp.add_argument("--stats-json", type=Path, help="write per-stage wall time and peak RSS here")
+        sp.add_argument("--quiet", action="store_true",
+                        help="no progress lines on stderr (results and errors are still printed)")
+        sp.add_argument("--log-file", type=Path,
+                        help="also append the progress lines (and errors) to this file (rank 0)")
+        sp.add_argument("--progress-every", type=float, default=10.0, metavar="SECONDS",
+                        help="longest gap between progress lines (default 10; lines come at most "
+                             "twice as often while work advances)")
 
     v = sub.add_parser("validate", help="check metadata.json and every file it names")
     v.add_argument("in_dir", type=Path)
@@ -100,18 +108,80 @@ def main(argv: Optional[List[str]] = None) -> int:
         return _run_serial(args)
 
     from mpi4py import MPI
+    from .collective import StageLog, agreed
+    from .progress import Progress, rank_tag
+    from .world import banner, check_world, library_name
+
     comm = MPI.COMM_WORLD
+    rank, size = comm.Get_rank(), comm.Get_size()
+    host = MPI.Get_processor_name()
+    library = library_name(MPI.Get_library_version())
+    if rank != 0:
+        _tag_warnings(rank_tag(rank, size, host))
+    progress = Progress.off()
     try:
-        _run(comm, args)
+        # Before any collective or file: a size-1 world under a many-process launcher is a
+        # mismatch, and each such process must stop on its own.
+        check_world(size, os.environ, library)
+        with agreed(comm):
+            progress = _open_progress(rank == 0, args)
+        hosts = comm.gather(host, root=0)
+        if rank == 0:
+            progress.say(banner(args.command, hosts, library, os.environ))
+        from .lock import folder_locks
+        with folder_locks(comm, _written_folders(args), f"distpart {args.command}", progress.say):
+            _run(comm, args, StageLog(progress=progress))
     except DistpartError as e:
-        if comm.Get_rank() == 0:
-            print(f"distpart {args.command}: error: {e}", file=sys.stderr, flush=True)
+        if rank == 0:
+            message = f"distpart {args.command}: error: {e}"
+            print(message, file=sys.stderr, flush=True)
+            progress.say(message, to_stream=False)
         return EXIT_USER_ERROR
     except BaseException:  # a bug: never leave the other ranks waiting in a collective
-        sys.stderr.write(f"[rank {comm.Get_rank()}] " + traceback.format_exc())
+        sys.stderr.write(f"{rank_tag(rank, size, host)} " + traceback.format_exc())
         sys.stderr.flush()
         comm.Abort(1)
+    finally:
+        progress.close()
     return 0
+
+
+def _open_progress(is_root: bool, args: argparse.Namespace):
+    from .errors import InputError
+    from .progress import open_progress
+    if not args.progress_every > 0:
+        raise InputError(None, f"--progress-every must be positive, got {args.progress_every}")
+    try:
+        return open_progress(is_root, args.quiet, args.log_file and str(args.log_file),
+                             args.progress_every)
+    except OSError as e:
+        raise InputError(args.log_file, f"cannot open the log file: {e.strerror}") from None
+
+
+def _tag_warnings(tag: str) -> None:
+    """Warnings of ranks other than 0 name the rank and host they came from."""
+    import warnings
+    plain = warnings.formatwarning
+    warnings.formatwarning = lambda *a, **k: f"{tag} {plain(*a, **k)}"
+
+
+def _written_folders(args: argparse.Namespace) -> List[Path]:
+    """The folders a subcommand writes, which no other run may write at the same time."""
+    if args.command == "assign":
+        return [args.assign_dir]
+    if args.command == "dispatch":
+        return [args.out_dir]
+    if args.command == "pipeline":
+        folders = [args.out_dir]
+        if args.assign_dir is not None and not _inside(args.assign_dir, args.out_dir):
+            folders.append(args.assign_dir)
+        return folders
+    return []
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    path, folder = path.resolve(), folder.resolve()
+    return path == folder or folder in path.parents
 
 
 def _run_serial(args: argparse.Namespace) -> int:
@@ -129,16 +199,15 @@ def _run_serial(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run(comm, args: argparse.Namespace) -> None:
+def _run(comm, args: argparse.Namespace, log) -> None:
     from .assignment import parmetis_assignment, random_assignment, read_assignment, write_assignment
     from .balance import BalanceOptions
     from .report import report
-    from .collective import StageLog, format_stage_table, write_json
+    from .collective import format_stage_table, write_json
     from .dispatch import check_layout, dispatch
     from .validate import validate
     from .verify import verify
 
-    log = StageLog()
     max_bytes = args.max_message_mb << 20
     num_parts = getattr(args, "num_parts", None)
     if num_parts is not None:
@@ -157,7 +226,8 @@ def _run(comm, args: argparse.Namespace) -> None:
             else:
                 balance = BalanceOptions(args.balance_ntypes, args.balance_edges,
                                          tuple(args.balance_feature), args.imbalance)
-                assignment = parmetis_assignment(comm, meta, args.num_parts, balance, args.seed, max_bytes)
+                assignment = parmetis_assignment(comm, meta, args.num_parts, balance, args.seed, max_bytes,
+                                                 log.progress)
             write_assignment(comm, assignment, meta, assign_dir)
     if args.command == "dispatch":
         with log.stage(comm, "read_assign"):
@@ -170,7 +240,8 @@ def _run(comm, args: argparse.Namespace) -> None:
             with log.stage(comm, "read_assign"):
                 assignment = read_assignment(comm, meta, args.assign_dir, num_parts)
         with log.stage(comm, "verify"):
-            summary = verify(comm, meta, assignment, args.out_dir, max_bytes=max_bytes)
+            summary = verify(comm, meta, assignment, args.out_dir, max_bytes=max_bytes,
+                             progress=log.progress)
         if comm.Get_rank() == 0:
             print(f"verify: OK ({summary})", flush=True)
     if args.command == "pipeline":

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Iterator, List, Optional, Tuple
 
 from .errors import DistpartError, InputError, OutputError
+from .progress import Progress
 
 _KINDS = {"InputError": InputError, "OutputError": OutputError}
 
@@ -54,12 +55,17 @@ class StageLog:
     """Wall time and peak RSS of each stage on this rank; rank 0 prints the gathered table."""
 
     stages: List[Tuple[str, float, int]] = field(default_factory=list)
+    progress: Progress = field(default_factory=Progress.off)
 
     @contextmanager
     def stage(self, comm, name: str) -> Iterator[None]:
         comm.Barrier()
         t0 = time.perf_counter()
-        yield
+        self.progress.begin_stage(name)
+        try:
+            yield
+        finally:
+            self.progress.end_stage()
         comm.Barrier()
         self.stages.append((name, time.perf_counter() - t0, peak_rss_bytes()))
 

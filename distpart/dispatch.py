@@ -31,6 +31,7 @@ from .errors import InputError
 from .exchange import DEFAULT_MAX_BYTES, allreduce_sum, exchange, exscan_sum, lookup
 from .metadata import GraphMeta
 from .partbook import ranges_from_counts
+from .progress import Progress
 from .readers import FeatureSource
 from .relabel import local_graph, new_node_ids, range_starts, type_of
 
@@ -86,6 +87,7 @@ def dispatch(comm, meta: GraphMeta, assignment: Assignment, out_dir: Path, *,
              max_bytes: int = DEFAULT_MAX_BYTES, log: Optional[StageLog] = None) -> dict:
     """Build and write every partition; returns the partition config (all ranks). Collective."""
     log = log or StageLog()
+    progress = log.progress
     out_dir = Path(out_dir)
     layout = PartitionLayout(assignment.num_parts, comm.Get_size())
     check_layout(layout.num_parts, layout.nranks)
@@ -98,21 +100,22 @@ def dispatch(comm, meta: GraphMeta, assignment: Assignment, out_dir: Path, *,
         with log.stage(comm, "nodes"):
             nfeat_writers = {p: files.enter_context(TensorDictWriter(
                 out_dir / f"part{p}" / "node_feat.dgl", _count_feats(meta.node_data))) for p in mine}
-            orig_nids = _send_nodes(comm, meta, assignment, state, layout, nfeat_writers, max_bytes)
+            orig_nids = _send_nodes(comm, meta, assignment, state, layout, nfeat_writers, max_bytes, progress)
         for p in mine:
             write_tensor_dict(out_dir / f"part{p}" / "orig_nids.dgl", orig_nids[p])
         del orig_nids
         with log.stage(comm, "edges"):
-            _send_edges(comm, meta, assignment, state, layout, max_bytes)
+            _send_edges(comm, meta, assignment, state, layout, max_bytes, progress)
         with log.stage(comm, "edge_feats"):
             efeat_writers = {p: files.enter_context(TensorDictWriter(
                 out_dir / f"part{p}" / "edge_feat.dgl", _count_feats(meta.edge_data))) for p in mine}
-            _send_edge_features(comm, meta, state, layout, efeat_writers, max_bytes)
+            _send_edge_features(comm, meta, state, layout, efeat_writers, max_bytes, progress)
     config = partition_config(meta, assignment, state.node_counts, state.edge_counts)
     with log.stage(comm, "write"):
-        with agreed(comm):
+        with agreed(comm), progress.task("partitions", len(mine), "partitions"):
             for p in mine:
                 _write_partition(out_dir, p, meta, state)
+                progress.advance(1)
         if comm.Get_rank() == 0:
             tmp = out_dir / f".{CONFIG_FILE}.tmp"
             tmp.write_text(json.dumps(config, indent=2) + "\n")
@@ -170,33 +173,46 @@ def _batches(comm, n: int, batch: int) -> int:
 
 
 def _send_nodes(comm, meta, assignment, state: _State, layout: PartitionLayout,
-                writers: Dict[int, TensorDictWriter], max_bytes: int) -> Dict[int, Dict[str, np.ndarray]]:
+                writers: Dict[int, TensorDictWriter], max_bytes: int,
+                progress: Progress) -> Dict[int, Dict[str, np.ndarray]]:
     mine = layout.parts_of(comm.Get_rank())
     orig_nids: Dict[int, Dict[str, np.ndarray]] = {p: {} for p in mine}
-    for t, ntype in enumerate(meta.node_types):
-        block = assignment.blocks[ntype]
-        dest = layout.rank_of(block.parts)
-        new = state.new_ids[ntype]
-        (new_r, orig_r), _ = exchange(comm, dest, [new, block.orig_ids], max_bytes)
-        for p in mine:
-            out = np.empty(state.node_counts[p, t], dtype=np.int64)
-            sel, pos = _positions(new_r, state.node_starts[p, t], state.node_counts[p, t])
-            out[pos] = orig_r[sel]
-            orig_nids[p][ntype] = out
-        for fname, files in meta.node_features(ntype).items():
-            with agreed(comm):
-                source = FeatureSource.expecting(files, meta.num_nodes(ntype), f"node type '{ntype}'")
-            outs = {p: np.empty((state.node_counts[p, t], *source.tail_shape), dtype=source.dtype) for p in mine}
-            batch = _batch_rows(source.row_bytes, max_bytes)
-            for b in range(_batches(comm, len(new), batch)):
-                lo, hi = min(b * batch, len(new)), min((b + 1) * batch, len(new))
-                rows = source.read(block.start + lo, block.start + hi)
-                (new_r, rows_r), _ = exchange(comm, dest[lo:hi], [new[lo:hi], rows], max_bytes)
-                for p in mine:
-                    sel, pos = _positions(new_r, state.node_starts[p, t], state.node_counts[p, t])
-                    outs[p][pos] = rows_r[sel]
-            _add_feature(comm, writers, outs, f"{ntype}/{fname}", files.where)
+    rows = sum(len(assignment.blocks[n].parts) * (1 + len(meta.node_features(n))) for n in meta.node_types)
+    with progress.task("nodes", rows, "node rows"):
+        for t, ntype in enumerate(meta.node_types):
+            _send_node_type(comm, meta, assignment, state, layout, writers, max_bytes, progress,
+                            t, ntype, orig_nids)
     return orig_nids
+
+
+def _send_node_type(comm, meta, assignment, state: _State, layout: PartitionLayout,
+                    writers: Dict[int, TensorDictWriter], max_bytes: int, progress: Progress,
+                    t: int, ntype: str, orig_nids: Dict[int, Dict[str, np.ndarray]]) -> None:
+    mine = layout.parts_of(comm.Get_rank())
+    block = assignment.blocks[ntype]
+    dest = layout.rank_of(block.parts)
+    new = state.new_ids[ntype]
+    (new_r, orig_r), _ = exchange(comm, dest, [new, block.orig_ids], max_bytes)
+    for p in mine:
+        out = np.empty(state.node_counts[p, t], dtype=np.int64)
+        sel, pos = _positions(new_r, state.node_starts[p, t], state.node_counts[p, t])
+        out[pos] = orig_r[sel]
+        orig_nids[p][ntype] = out
+    progress.advance(len(new))
+    for fname, files in meta.node_features(ntype).items():
+        with agreed(comm):
+            source = FeatureSource.expecting(files, meta.num_nodes(ntype), f"node type '{ntype}'")
+        outs = {p: np.empty((state.node_counts[p, t], *source.tail_shape), dtype=source.dtype) for p in mine}
+        batch = _batch_rows(source.row_bytes, max_bytes)
+        for b in range(_batches(comm, len(new), batch)):
+            lo, hi = min(b * batch, len(new)), min((b + 1) * batch, len(new))
+            rows = source.read(block.start + lo, block.start + hi)
+            (new_r, rows_r), _ = exchange(comm, dest[lo:hi], [new[lo:hi], rows], max_bytes)
+            for p in mine:
+                sel, pos = _positions(new_r, state.node_starts[p, t], state.node_counts[p, t])
+                outs[p][pos] = rows_r[sel]
+            progress.advance(hi - lo)
+        _add_feature(comm, writers, outs, f"{ntype}/{fname}", files.where)
 
 
 def _positions(new_ids: np.ndarray, start: int, count: int) -> Tuple[np.ndarray, np.ndarray]:
@@ -213,17 +229,37 @@ def _add_feature(comm, writers: Dict[int, TensorDictWriter], outs: Dict[int, np.
 
 # ---------------------------------------------------------------- 3. edges
 
+# Shares of one edge's work in the edges stage, for progress: reading it, the two endpoint
+# lookups, and the exchange to its owner (measured proportions, roughly).
+_READ, _LOOKUP, _SEND = 0.5, 0.15, 0.2
+
+
+def expected_share(count: int, nranks: int) -> int:
+    """Rows of a `count`-row table in one rank's block (for progress totals only)."""
+    return -(-count // nranks)
+
+
 def _send_edges(comm, meta: GraphMeta, assignment: Assignment, state: _State,
-                layout: PartitionLayout, max_bytes: int) -> None:
+                layout: PartitionLayout, max_bytes: int, progress: Progress) -> None:
+    total = sum(expected_share(et.count, layout.nranks) for et in meta.edge_types)
+    with progress.task("edges", total, "edges"):
+        _send_edge_types(comm, meta, assignment, state, layout, max_bytes, progress)
+
+
+def _send_edge_types(comm, meta: GraphMeta, assignment: Assignment, state: _State,
+                     layout: PartitionLayout, max_bytes: int, progress: Progress) -> None:
     mine = layout.parts_of(comm.Get_rank())
     part_starts = np.append(state.node_starts[:, 0], state.node_counts.sum())
     local_counts = np.zeros((layout.num_parts, len(meta.edge_types)), dtype=np.int64)
     state.edges = {p: [] for p in mine}
     for e, etype in enumerate(meta.edge_types):
-        block = read_edge_block(comm, meta, etype)
+        block = read_edge_block(comm, meta, etype, progress, _READ)
+        n = len(block.src)
         src_blk, dst_blk = assignment.blocks[etype.src], assignment.blocks[etype.dst]
         dst_new = lookup(comm, block.dst, dst_blk.bounds, state.new_ids[etype.dst], max_bytes)
+        progress.advance(n * _LOOKUP)
         src_new = lookup(comm, block.src, src_blk.bounds, state.new_ids[etype.src], max_bytes)
+        progress.advance(n * _LOOKUP)
         start, orig = block.start, block.orig_ids
         del block
         part = (np.searchsorted(part_starts, dst_new, side="right") - 1).astype(np.int32)
@@ -240,6 +276,7 @@ def _send_edges(comm, meta: GraphMeta, assignment: Assignment, state: _State,
             state.edges[p].append(_sorted_by_orig(edges))
             local_counts[p, e] = len(edges.orig)
         del orig_r, src_r, dst_r, part_r
+        progress.advance(n * _SEND)
     state.edge_counts = allreduce_sum(comm, local_counts)
 
 
@@ -256,27 +293,37 @@ def _sorted_by_orig(edges: _Edges) -> _Edges:
 
 
 def _send_edge_features(comm, meta: GraphMeta, state: _State, layout: PartitionLayout,
-                        writers: Dict[int, TensorDictWriter], max_bytes: int) -> None:
+                        writers: Dict[int, TensorDictWriter], max_bytes: int, progress: Progress) -> None:
+    rows = sum(len(state.edge_route[e][1]) * len(meta.edge_features(et.name))
+               for e, et in enumerate(meta.edge_types))
+    with progress.task("edge features", rows, "rows"):
+        for e, etype in enumerate(meta.edge_types):
+            _send_edge_type_features(comm, meta, state, layout, writers, max_bytes, progress, e, etype)
+
+
+def _send_edge_type_features(comm, meta: GraphMeta, state: _State, layout: PartitionLayout,
+                             writers: Dict[int, TensorDictWriter], max_bytes: int, progress: Progress,
+                             e: int, etype) -> None:
     mine = layout.parts_of(comm.Get_rank())
-    for e, etype in enumerate(meta.edge_types):
-        start, part = state.edge_route[e]
-        for fname, files in meta.edge_features(etype.name).items():
-            with agreed(comm):
-                source = FeatureSource.expecting(files, etype.count, f"edge type '{etype.name}'")
-            outs = {p: np.empty((len(state.edges[p][e].orig), *source.tail_shape), dtype=source.dtype)
-                    for p in mine}
-            batch = _batch_rows(source.row_bytes, max_bytes)
-            n = len(part)
-            for b in range(_batches(comm, n, batch)):
-                lo, hi = min(b * batch, n), min((b + 1) * batch, n)
-                rows = source.read(start + lo, start + hi)
-                ids = np.arange(start + lo, start + hi, dtype=np.int64)
-                (ids_r, part_r, rows_r), _ = exchange(comm, layout.rank_of(part[lo:hi]),
-                                                      [ids, part[lo:hi], rows], max_bytes)
-                for p in mine:
-                    sel = part_r == p
-                    outs[p][np.searchsorted(state.edges[p][e].orig, ids_r[sel])] = rows_r[sel]
-            _add_feature(comm, writers, outs, f"{etype.name}/{fname}", files.where)
+    start, part = state.edge_route[e]
+    for fname, files in meta.edge_features(etype.name).items():
+        with agreed(comm):
+            source = FeatureSource.expecting(files, etype.count, f"edge type '{etype.name}'")
+        outs = {p: np.empty((len(state.edges[p][e].orig), *source.tail_shape), dtype=source.dtype)
+                for p in mine}
+        batch = _batch_rows(source.row_bytes, max_bytes)
+        n = len(part)
+        for b in range(_batches(comm, n, batch)):
+            lo, hi = min(b * batch, n), min((b + 1) * batch, n)
+            rows = source.read(start + lo, start + hi)
+            ids = np.arange(start + lo, start + hi, dtype=np.int64)
+            (ids_r, part_r, rows_r), _ = exchange(comm, layout.rank_of(part[lo:hi]),
+                                                  [ids, part[lo:hi], rows], max_bytes)
+            for p in mine:
+                sel = part_r == p
+                outs[p][np.searchsorted(state.edges[p][e].orig, ids_r[sel])] = rows_r[sel]
+            progress.advance(hi - lo)
+        _add_feature(comm, writers, outs, f"{etype.name}/{fname}", files.where)
 
 
 # ---------------------------------------------------------------- 5. write

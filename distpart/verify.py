@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict
+from typing import Dict, Optional
 
 import numpy as np
 
@@ -26,6 +26,7 @@ from .errors import OutputError
 from .exchange import exchange, lookup
 from .metadata import GraphMeta, read_json
 from .partbook import PartitionBook
+from .progress import Progress
 from .readers import FeatureSource
 from .relabel import range_starts, type_of
 
@@ -46,8 +47,9 @@ class _Part:
 
 
 def verify(comm, meta: GraphMeta, assignment: Assignment, out_dir: Path, *,
-           max_bytes: int) -> str:
+           max_bytes: int, progress: Optional[Progress] = None) -> str:
     """Raise OutputError on every rank if the output disagrees with the input. Collective."""
+    progress = progress or Progress.off()
     out_dir = Path(out_dir)
     with agreed(comm):
         if not (out_dir / CONFIG_FILE).exists():
@@ -62,11 +64,19 @@ def verify(comm, meta: GraphMeta, assignment: Assignment, out_dir: Path, *,
 
     new_of_orig: Dict[str, np.ndarray] = {}
     node_starts = range_starts(node_counts)
-    for t, ntype in enumerate(meta.node_types):
-        new_of_orig[ntype] = _check_nodes(comm, meta, assignment, parts, t, node_starts, node_counts, max_bytes)
-    edge_starts = range_starts(edge_counts)
-    for e, etype in enumerate(meta.edge_types):
-        _check_edges(comm, meta, assignment, parts, e, edge_starts, new_of_orig, max_bytes)
+    size = comm.Get_size()
+    # Progress counts input items checked on rank 0: each node or edge, and each feature row.
+    node_items = [len(assignment.blocks[n].parts) * (1 + len(meta.node_features(n))) for n in meta.node_types]
+    edge_items = [-(-et.count // size) * (1 + len(meta.edge_features(et.name))) for et in meta.edge_types]
+    with progress.task("checks", sum(node_items) + sum(edge_items), "items"):
+        for t, ntype in enumerate(meta.node_types):
+            new_of_orig[ntype] = _check_nodes(comm, meta, assignment, parts, t, node_starts, node_counts,
+                                              max_bytes)
+            progress.advance(node_items[t])
+        edge_starts = range_starts(edge_counts)
+        for e, etype in enumerate(meta.edge_types):
+            _check_edges(comm, meta, assignment, parts, e, edge_starts, new_of_orig, max_bytes, progress)
+            progress.advance(edge_items[e] - -(-etype.count // size) * 0.5)
     nfeat = sum(len(f) for f in meta.node_data.values()) + sum(len(f) for f in meta.edge_data.values())
     return (f"{assignment.num_parts} partitions, {int(node_counts.sum())} nodes, "
             f"{int(edge_counts.sum())} edges, {nfeat} features match the input")
@@ -199,9 +209,10 @@ def _check_nodes(comm, meta: GraphMeta, assignment: Assignment, parts: Dict[int,
 # ---------------------------------------------------------------- edges
 
 def _check_edges(comm, meta: GraphMeta, assignment: Assignment, parts: Dict[int, _Part], e: int,
-                 edge_starts: np.ndarray, new_of_orig: Dict[str, np.ndarray], max_bytes: int) -> None:
+                 edge_starts: np.ndarray, new_of_orig: Dict[str, np.ndarray], max_bytes: int,
+                 progress: Progress) -> None:
     etype = meta.edge_types[e]
-    block = read_edge_block(comm, meta, etype)
+    block = read_edge_block(comm, meta, etype, progress, 0.5)
     bounds = rank_bounds(comm, block.start, etype.count)
     claims = []
     for p, part in parts.items():
