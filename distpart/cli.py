@@ -110,7 +110,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     from mpi4py import MPI
     from .collective import StageLog, agreed
     from .progress import Progress, rank_tag
-    from .world import banner, check_world, library_name
+    from .world import banner, check_world, launcher_rank, library_name
 
     comm = MPI.COMM_WORLD
     rank, size = comm.Get_rank(), comm.Get_size()
@@ -132,7 +132,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         with folder_locks(comm, _written_folders(args), f"distpart {args.command}", progress.say):
             _run(comm, args, StageLog(progress=progress))
     except DistpartError as e:
-        if rank == 0:
+        # In a mismatched launch every process is a rank 0: only the launcher's rank 0 speaks.
+        if rank == 0 and (size > 1 or launcher_rank(os.environ) in (None, 0)):
             message = f"distpart {args.command}: error: {e}"
             print(message, file=sys.stderr, flush=True)
             progress.say(message, to_stream=False)

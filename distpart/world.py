@@ -25,6 +25,9 @@ LAUNCHER_SIZE_VARS: Tuple[Tuple[str, str], ...] = (
     ("SLURM_STEP_NUM_TASKS", "srun"),
 )
 
+# The process's rank as its launcher numbered it, whatever MPI itself says.
+LAUNCHER_RANK_VARS = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID")
+
 JOB_ID_VARS: Tuple[Tuple[str, str], ...] = (("SLURM_JOB_ID", "SLURM job"), ("PBS_JOBID", "PBS job"),
                                             ("LSB_JOBID", "LSF job"), ("JOB_ID", "SGE job"))
 
@@ -35,6 +38,15 @@ def launcher_size(env: Mapping[str, str]) -> Optional[Tuple[int, str, str]]:
         value = env.get(var, "").strip()
         if value.isdigit():
             return int(value), var, who
+    return None
+
+
+def launcher_rank(env: Mapping[str, str]) -> Optional[int]:
+    """This process's rank according to the launcher, when it says."""
+    for var in LAUNCHER_RANK_VARS:
+        value = env.get(var, "").strip()
+        if value.isdigit():
+            return int(value)
     return None
 
 

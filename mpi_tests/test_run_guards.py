@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -97,7 +98,55 @@ def test_mismatched_launcher_makes_every_process_refuse(example_dir, tmp_path):
         os.killpg(proc.pid, signal.SIGKILL)
         pytest.fail("mismatched launch hung")
     assert proc.returncode == 2, stdout + stderr
-    assert stderr.count("the launcher started 2 processes (PMI_SIZE=2") == 2, stderr
+    # One refusal: in a mismatched launch only the launcher's rank 0 prints.
+    assert stderr.count("the launcher started 2 processes (PMI_SIZE=2") == 1, stderr
     assert "MPI sees only 1 rank" in stderr and "Open MPI" in stderr
     assert not out.exists(), "a refused run must not touch the output folder"
     assert "verify: OK" not in stdout
+
+
+def test_two_processes_claiming_a_two_rank_world_without_a_launcher_refuse(example_dir, tmp_path):
+    out = tmp_path / "out"
+    procs = []
+    for r in range(2):
+        env = {**mpi_env(), "OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_RANK": str(r)}
+        procs.append(subprocess.Popen([sys.executable, "-m", "distpart", "pipeline", str(example_dir),
+                                       str(out), "--num-parts", "2"], stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True, env=env, start_new_session=True))
+    errs = []
+    for proc in procs:
+        try:
+            _, err = proc.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            pytest.fail("a process hung")
+        assert proc.returncode == 2, err
+        errs.append(err)
+    assert "the launcher started 2 processes (OMPI_COMM_WORLD_SIZE=2" in errs[0]
+    assert errs[1] == "", errs[1]
+    assert not out.exists()
+
+
+def test_a_second_run_into_the_same_folder_is_refused_while_the_first_runs(tmp_path):
+    from conftest import mpi_command
+    from distpart.synthetic import homogeneous_graph
+    in_dir = homogeneous_graph(tmp_path / "in", 300_000, 3_000_000, num_chunks=2).parent
+    out = tmp_path / "out"
+    first = subprocess.Popen(mpi_command(2, ["pipeline", in_dir, out, "--num-parts", 2, "--method", "random"]),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=mpi_env(),
+                             start_new_session=True)
+    try:
+        deadline = time.time() + 60
+        while not (out / ".distpart.lock").exists():
+            assert first.poll() is None and time.time() < deadline, "the first run never took the lock"
+            time.sleep(0.05)
+        second = distpart(2, "pipeline", in_dir, out, "--num-parts", 2, "--method", "random", ok=False)
+        out1, err1 = first.communicate(timeout=240)
+    except subprocess.TimeoutExpired:
+        os.killpg(first.pid, signal.SIGKILL)
+        pytest.fail("the first run hung")
+    assert second.returncode == 2
+    assert re.search(r"is in use by another distpart run \(host \S+, PID \d+, started .*running "
+                     r"`distpart pipeline`\)", second.stderr), second.stderr
+    assert first.returncode == 0 and "verify: OK" in out1, err1
+    assert (out / "metadata.json").exists() and not (out / ".distpart.lock").exists()

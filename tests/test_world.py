@@ -44,3 +44,10 @@ def test_library_name_and_banner():
     assert text == "pipeline: 4 ranks on 2 hosts (n1 x2, n2 x2); Open MPI v4.1.4; SLURM job 42"
     assert banner("assign", ["n1"], "MPICH", {"PBS_JOBID": "7.pbs"}) == \
         "assign: 1 rank on 1 host (n1 x1); MPICH; PBS job 7.pbs"
+
+
+def test_launcher_rank():
+    from distpart.world import launcher_rank
+    assert launcher_rank({}) is None
+    assert launcher_rank({"PMI_RANK": "3"}) == 3
+    assert launcher_rank({"OMPI_COMM_WORLD_RANK": "0", "SLURM_PROCID": "5"}) == 0
