@@ -25,6 +25,7 @@ from .errors import InputError
 from .exchange import allreduce_sum, exscan_sum
 from .exchange import DEFAULT_MAX_BYTES
 from .metadata import GraphMeta, read_json
+from .paths import file_in
 from .progress import Progress
 from .readers import block_bounds, read_csv_ints
 
@@ -183,7 +184,11 @@ def write_assignment(comm, assignment: Assignment, meta: GraphMeta, out_dir: Pat
     for ntype in meta.node_types:
         data = np.frombuffer(format_lines(assignment.blocks[ntype].parts), dtype=np.uint8)
         offset = int(exscan_sum(comm, np.array([len(data)]))[0])
-        fh = MPI.File.Open(comm, str(out_dir / f"{ntype}.txt"), MPI.MODE_WRONLY | MPI.MODE_CREATE)
+        path = file_in(out_dir, ntype, ".txt")
+        try:
+            fh = MPI.File.Open(comm, str(path), MPI.MODE_WRONLY | MPI.MODE_CREATE)
+        except MPI.Exception as e:  # collective open: every rank gets the error
+            raise InputError(path, f"cannot open for writing: {e.Get_error_string()}") from None
         try:
             fh.Set_size(0)  # collective: an older, longer file must not leave a stale tail
             for a in range(0, len(data), _WRITE_PIECE):
@@ -230,7 +235,7 @@ def read_assignment(comm, meta: GraphMeta, assign_dir: Path,
     line_counts = np.zeros(len(meta.node_types), dtype=np.int64)
     with agreed(comm):
         for t, ntype in enumerate(meta.node_types):
-            path = assign_dir / f"{ntype}.txt"
+            path = file_in(assign_dir, ntype, ".txt")
             if not path.exists():
                 raise InputError(path, f"assignment file for node type '{ntype}' does not exist")
             lo, hi = block_bounds(path.stat().st_size, size)[rank:rank + 2]
@@ -241,7 +246,7 @@ def read_assignment(comm, meta: GraphMeta, assign_dir: Path,
     with agreed(comm):
         for t, ntype in enumerate(meta.node_types):
             if totals[t] != meta.num_nodes(ntype):
-                raise InputError(assign_dir / f"{ntype}.txt", f"has {totals[t]} lines but node type "
+                raise InputError(file_in(assign_dir, ntype, ".txt"), f"has {totals[t]} lines but node type "
                                  f"'{ntype}' has {meta.num_nodes(ntype)} nodes")
     if pmeta:
         nparts, algo = pmeta["num_parts"], str(pmeta.get("algo_name", "random"))
@@ -256,7 +261,7 @@ def read_assignment(comm, meta: GraphMeta, assign_dir: Path,
             parts = local[ntype]
             bad = np.flatnonzero((parts < 0) | (parts >= nparts))
             if len(bad):
-                raise InputError(assign_dir / f"{ntype}.txt", f"partition ID {int(parts[bad[0]])} on line "
+                raise InputError(file_in(assign_dir, ntype, ".txt"), f"partition ID {int(parts[bad[0]])} on line "
                                  f"{int(starts[t]) + int(bad[0]) + 1} is outside [0, {nparts})")
     for t, ntype in enumerate(meta.node_types):
         bounds = rank_bounds(comm, int(starts[t]), int(totals[t]))

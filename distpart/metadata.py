@@ -18,6 +18,25 @@ EDGE_FORMATS = ("csv", "numpy", "parquet")
 FEATURE_FORMATS = ("numpy", "parquet", "hdf5")
 
 
+def name_problem(name: str, kind: str) -> Optional[str]:
+    """Why `name` cannot be a node type, relation or feature name, or None if it can.
+
+    Node type names become file names (`<ntype>.txt`) and every name becomes part of a DGL
+    key (`ntype/feat`, `src:rel:dst/feat`) that DGL splits on '/' and ':'.
+    """
+    if not name:
+        return f"{kind} name must not be empty"
+    if "\0" in name:
+        return f"{kind} name {name!r} must not contain a NUL character"
+    if "/" in name or "\\" in name:
+        return f"{kind} name {name!r} must not contain '/' or '\\' (DGL keys are 'type/feature')"
+    if name in (".", ".."):
+        return f"{kind} name {name!r} is not allowed (it is used as a file name)"
+    if kind in ("node type", "relation") and ":" in name:
+        return f"{kind} name {name!r} must not contain ':' (edge types are 'src:rel:dst')"
+    return None
+
+
 @dataclass(frozen=True)
 class FileFormat:
     """How the files of one chunk list are encoded (the `format` object of a ChunkFileSpec)."""
@@ -140,6 +159,8 @@ def parse_metadata(raw: Any, path: Path) -> GraphMeta:
     node_types = tuple(ctx.str_list(raw, "node_type"))
     if not node_types:
         ctx.fail("node_type", "must name at least one node type")
+    for ntype in node_types:
+        ctx.name(ntype, "node type", "node_type")
     if len(set(node_types)) != len(node_types):
         ctx.fail("node_type", "node type names must be unique")
     node_chunks = ctx.count_lists(raw, "num_nodes_per_chunk", node_types)
@@ -156,6 +177,7 @@ def parse_metadata(raw: Any, path: Path) -> GraphMeta:
         parts = name.split(":")
         if len(parts) != 3 or not all(parts):
             ctx.fail("edge_type", f"'{name}' is not a canonical 'src:rel:dst' edge type")
+        ctx.name(parts[1], "relation", "edge_type")
         for end in (parts[0], parts[2]):
             if end not in node_types:
                 ctx.fail("edge_type", f"'{name}' names unknown node type '{end}'")
@@ -185,6 +207,11 @@ class _Ctx:
     def fail(self, key: str, problem: str) -> None:
         where = f"{self.path}: {key}" if key else str(self.path)
         raise InputError(where, problem)
+
+    def name(self, name: str, kind: str, key: str) -> None:
+        problem = name_problem(name, kind)
+        if problem:
+            self.fail(key, problem)
 
     def typed(self, obj: Mapping[str, Any], key: str, kind: type) -> Any:
         if key not in obj:
@@ -248,7 +275,6 @@ class _Ctx:
                 self.fail(f"{key}.{owner}", "must be an object of features")
             out[owner] = {}
             for fname, spec in feats.items():
-                if "/" in fname:
-                    self.fail(f"{key}.{owner}", f"feature name {fname!r} must not contain '/'")
+                self.name(fname, "feature", f"{key}.{owner}")
                 out[owner][fname] = self.chunk_files(spec, f"{key}.{owner}.{fname}", FEATURE_FORMATS)
         return out

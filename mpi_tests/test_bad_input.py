@@ -102,7 +102,37 @@ def _corrupt_parquet(d: Path) -> str:
     return "author___affiliated_with___institution-1.parquet: not a readable Parquet file"
 
 
+def _rename_node_type(d: Path, new: str) -> None:
+    """Rename node type 'institution' everywhere in metadata.json (data files stay)."""
+    def rename(m):
+        m["node_type"][m["node_type"].index("institution")] = new
+        for key in ("edge_type",):
+            m[key] = [e.replace("institution", new) for e in m[key]]
+        m["edges"] = {k.replace("institution", new): v for k, v in m["edges"].items()}
+        for group in ("node_data", "edge_data"):
+            m[group] = {k.replace("institution", new): v for k, v in m.get(group, {}).items()}
+    _edit_json(d / "metadata.json", rename)
+
+
+def _node_type_with_slash(d: Path) -> str:
+    _rename_node_type(d, "inst/x")
+    return "node_type: node type name 'inst/x' must not contain '/'"
+
+
+def _node_type_absolute_path(d: Path) -> str:
+    _rename_node_type(d, str(d / "victim"))
+    return "must not contain '/'"
+
+
+def _node_type_dotdot(d: Path) -> str:
+    _rename_node_type(d, "..")
+    return "node_type: node type name '..' is not allowed"
+
+
 CASES = {
+    "node_type_with_slash": _node_type_with_slash,
+    "node_type_absolute_path": _node_type_absolute_path,
+    "node_type_dotdot": _node_type_dotdot,
     "malformed_json": _malformed_json,
     "missing_key": _missing_key,
     "missing_file": _missing_file,
@@ -129,6 +159,7 @@ def test_bad_input_fails_cleanly(case, example_dir, tmp_path):
     assert run.stderr.count("error:") == 1, f"the error should be printed once:\n{run.stderr}"
     assert "Traceback" not in run.output
     assert not (out / "metadata.json").exists()
+    assert not (bad / "victim.txt").exists() and not (tmp_path / "...txt").exists()
 
 
 @pytest.mark.parametrize("case", ["malformed_json", "missing_file", "feature_row_count", "csv_non_integer"])

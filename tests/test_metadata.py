@@ -424,3 +424,51 @@ def test_features_of_a_type_not_an_object(tmp_path: Path) -> None:
 def test_non_object_edges_without_edge_types(tmp_path: Path, edges: Any) -> None:
     raw = {"graph_name": "g", "node_type": ["a"], "num_nodes_per_chunk": [[1]], "edges": edges}
     expect_error(tmp_path, raw, "edges")
+
+
+# ---------------------------------------------------------------- names (issue 11.1, 7.2)
+
+def _named(node_types, etype, feat="feat"):
+    src, rel, dst = etype.split(":")
+    return {"graph_name": "g", "node_type": node_types, "num_nodes_per_chunk": [[2]] * len(node_types),
+            "edge_type": [etype], "num_edges_per_chunk": [[1]],
+            "edges": {etype: {"format": {"name": "numpy"}, "data": ["e.npy"]}},
+            "node_data": {node_types[0]: {feat: {"format": {"name": "numpy"}, "data": ["f.npy"]}}}}
+
+
+@pytest.mark.parametrize("node_types, etype, feat, problem", [
+    (["/abs/path/victim"], "/abs/path/victim:r:/abs/path/victim", "feat", "must not contain '/'"),
+    (["..", "b"], "b:r:b", "feat", "'..' is not allowed"),
+    (["inst/x", "b"], "b:r:b", "feat", "node type name 'inst/x' must not contain '/'"),
+    (["", "b"], "b:r:b", "feat", "node type name must not be empty"),
+    (["a\0b", "b"], "b:r:b", "feat", "NUL"),
+    (["a\\b", "b"], "b:r:b", "feat", "must not contain '/' or '\\'"),
+    (["a:b", "b"], "b:r:b", "feat", "must not contain ':'"),
+    (["a"], "a:r/s:a", "feat", "relation name 'r/s' must not contain '/'"),
+    (["a"], "a:r:a", "x/y", "feature name 'x/y' must not contain '/'"),
+    (["a"], "a:r:a", "", "feature name must not be empty"),
+])
+def test_unsafe_names_are_refused_naming_the_key(tmp_path, node_types, etype, feat, problem):
+    from distpart.metadata import parse_metadata
+    with pytest.raises(InputError) as e:
+        parse_metadata(_named(node_types, etype, feat), tmp_path / "metadata.json")
+    assert problem in str(e.value)
+    assert str(tmp_path / "metadata.json") in str(e.value)
+
+
+def test_ordinary_names_pass(tmp_path):
+    from distpart.metadata import parse_metadata
+    meta = parse_metadata(_named(["paper-v2", "author.x"], "paper-v2:writes_to:author.x", "feat.0"),
+                          tmp_path / "metadata.json")
+    assert meta.node_types == ("paper-v2", "author.x")
+
+
+def test_output_paths_stay_inside_their_folder(tmp_path):
+    from distpart.paths import file_in
+    assert file_in(tmp_path, "paper", ".txt") == tmp_path / "paper.txt"
+    for bad in ("/abs/victim", "..", "a/b", ""):
+        with pytest.raises(InputError, match="refusing to write"):
+            file_in(tmp_path, bad, ".txt")
+    (tmp_path / "link.txt").symlink_to("/tmp/elsewhere.txt")
+    with pytest.raises(InputError, match="resolves outside the folder"):
+        file_in(tmp_path, "link", ".txt")

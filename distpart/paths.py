@@ -1,0 +1,27 @@
+"""Where distpart writes: every output path is built here and must stay inside its root.
+
+Type names come from the input's metadata.json, often a downloaded dataset. They are
+checked when the metadata is parsed (`metadata.check_name`); this is the second line: a
+path built from a name is resolved and refused if it would land outside the folder it
+belongs to (an absolute name, `..`, a separator that slipped through).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .errors import InputError
+
+
+def file_in(root: "str | os.PathLike[str]", name: str, suffix: str = "") -> Path:
+    """`root/(name + suffix)`, refused unless it is a direct child of `root`."""
+    root = Path(root)
+    leaf = name + suffix
+    if not name or "\0" in leaf or os.sep in leaf or (os.altsep and os.altsep in leaf) \
+            or name in (".", "..") or leaf in (".", ".."):
+        raise InputError(root, f"refusing to write {leaf!r}: a name used as a file name must not be "
+                               f"empty, '.', '..' or contain a path separator")
+    path = root / leaf
+    if path.resolve().parent != root.resolve():
+        raise InputError(root, f"refusing to write {leaf!r}: it resolves outside the folder")
+    return path
