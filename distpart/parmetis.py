@@ -3,10 +3,13 @@
 ParMETIS's licence forbids redistribution, so nothing of it is vendored or compiled in:
 the library is found at run time (`PARMETIS_LIB`, else the system's `libparmetis`, e.g.
 Debian's `libparmetis4.0` from non-free). The integer and real widths it was built with
-(idx_t, real_t) come from `PARMETIS_IDXWIDTH`/`PARMETIS_REALWIDTH`, else a `metis.h` next to
-the library, else 32/32 (Debian's build). Before any call the binding checks that the
-library's own MPI is the one mpi4py initialised: a ParMETIS linked to another MPI would
-otherwise crash or hang deep inside a collective.
+(idx_t, real_t) come from `PARMETIS_IDXWIDTH`/`PARMETIS_REALWIDTH`, else a `metis.h` beside
+the file the library was really loaded from (never the working directory), else 32/32
+(Debian's build), and are then confirmed by a tiny partitioning call on MPI_COMM_SELF:
+arrays of the wrong width would otherwise reach the library and fail far from the cause
+("sum of tpwgts is not 1.0"). Before any call the binding checks that the library's own
+MPI is the one mpi4py initialised: a ParMETIS linked to another MPI would otherwise crash
+or hang deep inside a collective.
 """
 from __future__ import annotations
 
@@ -71,8 +74,12 @@ def find_library(env: Mapping[str, str] = os.environ) -> str:
 
 
 def type_widths(path: str, env: Mapping[str, str] = os.environ) -> Tuple[int, int]:
-    """(idx bits, real bits): environment first, then a metis.h beside the library, else (32, 32)."""
-    from_header = _widths_from_header(path)
+    """(idx bits, real bits): environment first, then a metis.h beside the library, else (32, 32).
+
+    `path` must be the library's real location (see `loaded_path`); a bare name such as
+    'libparmetis.so.4.0' has no folder, and its headers are not looked for.
+    """
+    from_header = widths_from_header(path)
     widths = []
     for var, key in (("PARMETIS_IDXWIDTH", "IDXTYPEWIDTH"), ("PARMETIS_REALWIDTH", "REALTYPEWIDTH")):
         raw = env.get(var) or from_header.get(key) or "32"
@@ -82,8 +89,11 @@ def type_widths(path: str, env: Mapping[str, str] = os.environ) -> Tuple[int, in
     return widths[0], widths[1]
 
 
-def _widths_from_header(path: str) -> dict:
-    lib = Path(path)
+def widths_from_header(path: str) -> dict:
+    """IDXTYPEWIDTH/REALTYPEWIDTH of a metis.h beside the library or in ../include."""
+    if not os.path.isabs(path):
+        return {}  # a bare library name: its "folder" would be the working directory
+    lib = Path(path).resolve()
     for header in (lib.parent / "metis.h", lib.parent.parent / "include" / "metis.h"):
         if header.is_file():
             text = header.read_text(errors="replace")
@@ -91,19 +101,112 @@ def _widths_from_header(path: str) -> dict:
     return {}
 
 
+class _DlInfo(ctypes.Structure):
+    _fields_ = [("dli_fname", ctypes.c_char_p), ("dli_fbase", ctypes.c_void_p),
+                ("dli_sname", ctypes.c_char_p), ("dli_saddr", ctypes.c_void_p)]
+
+
+def loaded_path(handle: ctypes.CDLL, symbol: str, fallback: str) -> str:
+    """The file the dynamic loader really took `symbol` from (symlinks resolved)."""
+    try:
+        dladdr = ctypes.CDLL(None).dladdr
+    except AttributeError:
+        return fallback
+    dladdr.argtypes = [ctypes.c_void_p, ctypes.POINTER(_DlInfo)]
+    info = _DlInfo()
+    addr = ctypes.cast(getattr(handle, symbol), ctypes.c_void_p)
+    if not dladdr(addr, ctypes.byref(info)) or not info.dli_fname:
+        return fallback
+    return str(Path(os.fsdecode(info.dli_fname)).resolve())
+
+
 def load(env: Mapping[str, str] = os.environ) -> ParMetisLibrary:
     """Find, load (RTLD_LOCAL) and type the library, and check it shares mpi4py's MPI."""
-    path = find_library(env)
-    idx_bits, real_bits = type_widths(path, env)
+    name = find_library(env)
     try:
-        handle = ctypes.CDLL(path, mode=os.RTLD_LOCAL)
+        handle = ctypes.CDLL(name, mode=os.RTLD_LOCAL)
     except OSError as e:
-        raise ParMetisError(f"cannot load ParMETIS from {path}: {e}") from None
+        raise ParMetisError(f"cannot load ParMETIS from {name}: {e}") from None
     if not hasattr(handle, "ParMETIS_V3_PartKway"):
-        raise ParMetisError(f"{path} has no ParMETIS_V3_PartKway: not a ParMETIS 4 library")
+        raise ParMetisError(f"{name} has no ParMETIS_V3_PartKway: not a ParMETIS 4 library")
+    path = loaded_path(handle, "ParMETIS_V3_PartKway", name)
+    idx_bits, real_bits = type_widths(path, env)
     lib = ParMetisLibrary(path, handle, idx_bits, real_bits)
     check_same_mpi(lib)
+    check_widths(lib, env)
     return lib
+
+
+def check_widths(lib: ParMetisLibrary, env: Mapping[str, str] = os.environ) -> None:
+    """Confirm idx_t/real_t by partitioning a 4-vertex path on MPI_COMM_SELF; if the declared
+    widths fail, find the ones that work and say which setting to fix."""
+    if _probe(lib):
+        return
+    working = [(i, r) for i in (32, 64) for r in (32, 64)
+               if (i, r) != (lib.idx_bits, lib.real_bits) and _probe(ParMetisLibrary(lib.path, lib.handle, i, r))]
+    source = ("PARMETIS_IDXWIDTH/PARMETIS_REALWIDTH" if env.get("PARMETIS_IDXWIDTH") or env.get("PARMETIS_REALWIDTH")
+              else "the metis.h beside it" if widths_from_header(lib.path) else "the default (Debian's 32/32)")
+    found = (f"it works with idx_t {working[0][0]}-bit and real_t {working[0][1]}-bit: set "
+             f"PARMETIS_IDXWIDTH={working[0][0]} PARMETIS_REALWIDTH={working[0][1]}" if working
+             else "no width combination works: is it a ParMETIS 4 library?")
+    raise ParMetisError(f"{lib.path} fails a test partitioning with idx_t {lib.idx_bits}-bit and real_t "
+                        f"{lib.real_bits}-bit (taken from {source}); {found}")
+
+
+def _probe(lib: ParMetisLibrary) -> bool:
+    """Partition the path 0-1-2-3 into 2 parts on MPI_COMM_SELF with `lib`'s widths.
+
+    Every array is zero-padded to twice its length, so a library of the other width reads
+    only our memory (and then rejects the values) instead of reading past the buffers. Its
+    complaints are printed by the library on stdout/stderr, which are silenced meanwhile.
+    """
+    from mpi4py import MPI
+
+    idx, real = lib.idx_dtype, lib.real_dtype
+
+    def padded(values, dtype):
+        a = np.zeros(2 * len(values), dtype=dtype)
+        a[:len(values)] = values
+        return a
+
+    arrays = [padded(v, idx) for v in ([0, 4], [0, 1, 3, 5, 6], [1, 0, 2, 1, 3, 2])]
+    scalars = [padded([v], idx) for v in (0, 0, 1, 2)]  # wgtflag, numflag, ncon, nparts
+    tpwgts, ubvec = padded([0.5, 0.5], real), padded([1.05], real)
+    options, edgecut, part = padded([0, 0, 0], idx), padded([0], idx), padded([-1] * 4, idx)
+
+    def ptr(a):
+        return a.ctypes.data_as(ctypes.c_void_p)
+
+    fn = lib.handle.ParMETIS_V3_PartKway
+    fn.restype = ctypes.c_int
+    with _silenced():
+        rc = fn(ptr(arrays[0]), ptr(arrays[1]), ptr(arrays[2]), None, None, *map(ptr, scalars),
+                ptr(tpwgts), ptr(ubvec), ptr(options), ptr(edgecut), ptr(part),
+                ctypes.c_void_p(MPI._addressof(MPI.COMM_SELF)))
+    got = part[:4]
+    return rc == METIS_OK and set(got.tolist()) == {0, 1} and bool((part[4:] == 0).all())
+
+
+class _silenced:
+    """Redirect file descriptors 1 and 2 to /dev/null (C code prints there, not to sys.stdout)."""
+
+    def __enter__(self):
+        import sys
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        self._libc = ctypes.CDLL(None)
+        self._saved = [os.dup(1), os.dup(2)]
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+        os.close(null)
+
+    def __exit__(self, *exc):
+        self._libc.fflush(None)
+        for fd, saved in zip((1, 2), self._saved):
+            os.dup2(saved, fd)
+            os.close(saved)
+        return False
 
 
 def check_same_mpi(lib: ParMetisLibrary) -> None:

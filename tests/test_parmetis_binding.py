@@ -6,6 +6,7 @@ initialised MPI would), and one with no MPI at all.
 """
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -105,3 +106,53 @@ def test_library_that_is_not_a_shared_object(tmp_path):
     bogus.write_text("not an ELF file")
     with pytest.raises(ParMetisError, match="cannot load ParMETIS"):
         parmetis.load({"PARMETIS_LIB": str(bogus)})
+
+
+# ---------------------------------------------------------------- widths never from the working directory
+
+def _real_library():
+    from mpi4py import MPI  # noqa: F401  (the binding calls ParMETIS, which needs MPI started)
+    try:
+        return parmetis.find_library()
+    except parmetis.ParMetisError:
+        pytest.skip("the system ParMETIS is not installed (scripts/setup.sh installs it)")
+
+
+def _metis_h(folder, idx, real):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "metis.h").write_text(f"#define IDXTYPEWIDTH {idx}\n#define REALTYPEWIDTH {real}\n")
+
+
+def test_a_metis_h_in_the_working_directory_is_ignored(tmp_path, monkeypatch):
+    _real_library()
+    _metis_h(tmp_path, 64, 64)
+    _metis_h(tmp_path / "include", 64, 64)
+    monkeypatch.chdir(tmp_path)
+    for var in ("PARMETIS_LIB", "PARMETIS_IDXWIDTH", "PARMETIS_REALWIDTH"):
+        monkeypatch.delenv(var, raising=False)
+    assert parmetis.widths_from_header("libparmetis.so.4.0") == {}
+    lib = parmetis.load({})
+    assert os.path.isabs(lib.path) and not lib.path.startswith(str(tmp_path))
+    assert (lib.idx_bits, lib.real_bits) == (32, 32)
+
+
+def test_a_wrong_declared_width_is_caught_by_the_probe_call(monkeypatch):
+    _real_library()
+    with pytest.raises(parmetis.ParMetisError) as e:
+        parmetis.load({"PARMETIS_IDXWIDTH": "64"})
+    text = str(e.value)
+    assert "fails a test partitioning with idx_t 64-bit" in text
+    assert "taken from PARMETIS_IDXWIDTH" in text
+    assert "works with idx_t 32-bit and real_t 32-bit" in text
+
+
+def test_a_wrong_header_beside_a_copied_library_is_caught(tmp_path):
+    import shutil
+    src = parmetis.loaded_path(parmetis.ctypes.CDLL(_real_library(), mode=os.RTLD_LOCAL),
+                               "ParMETIS_V3_PartKway", "")
+    copy = tmp_path / "lib" / "libparmetis.so"
+    copy.parent.mkdir()
+    shutil.copy(src, copy)
+    _metis_h(tmp_path / "include", 64, 32)
+    with pytest.raises(parmetis.ParMetisError, match="taken from the metis.h beside it"):
+        parmetis.load({"PARMETIS_LIB": str(copy)})
