@@ -205,10 +205,14 @@ def _run(comm, args: argparse.Namespace, log) -> None:
     from .balance import BalanceOptions
     from .report import report
     from .collective import format_stage_table, write_json
+    from .errors import InputError
     from .dispatch import check_layout, dispatch
     from .validate import validate
     from .verify import verify
 
+    if not 1 <= args.max_message_mb <= 2047:
+        raise InputError(None, f"--max-message-mb must be between 1 and 2047 (MPI counts are 32-bit), "
+                               f"got {args.max_message_mb}")
     max_bytes = args.max_message_mb << 20
     num_parts = getattr(args, "num_parts", None)
     if num_parts is not None:

@@ -65,6 +65,17 @@ _I64 = struct.Struct("<q")
 _MIN_NAMED_ARRAY_BYTES = _U64.size + _ARRAY_HEAD.size + _I64.size
 
 
+def storable_dtype(dtype: np.dtype) -> np.dtype:
+    """The dtype `to_storable` gives an array of `dtype` (uint64 assumed to fit int64)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        return np.dtype(np.uint8)
+    if dtype.kind == "u" and dtype.itemsize == 8:
+        return np.dtype(np.int64)
+    native = dtype.newbyteorder("=")
+    return np.dtype(_WIDENED.get(native, native)).newbyteorder("<")
+
+
 def to_storable(arr: np.ndarray, name: str) -> np.ndarray:
     """Return `arr` as an array DGL can load: a storable dtype, C-contiguous, little-endian.
 

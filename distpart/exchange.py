@@ -13,6 +13,8 @@ from typing import List, Sequence, Tuple
 
 import numpy as np
 
+from .errors import DistpartError
+
 MAX_MPI_COUNT = 2**31 - 1
 DEFAULT_MAX_BYTES = 256 << 20
 
@@ -48,6 +50,26 @@ def exclusive_cumsum(a: np.ndarray) -> np.ndarray:
     return out
 
 
+def rounds_needed(send_counts: np.ndarray, recv_counts: np.ndarray, row_bytes: int,
+                  max_bytes: int) -> int:
+    """Rounds that keep every Alltoallv of this rank within `max_bytes` each way.
+
+    Round j sends rows [c*j//k, c*(j+1)//k) of each peer's c rows: at most c/k + 1 per peer,
+    so a round carries up to one extra row per peer beyond the average; that slack is taken
+    out of the budget. (The cap is also kept below 2**31 so counts and displacements fit.)
+    """
+    row_bytes = max(int(row_bytes), 1)
+    max_bytes = min(int(max_bytes), MAX_MPI_COUNT)
+    peers = len(send_counts)
+    rows = max(int(np.sum(send_counts)), int(np.sum(recv_counts)))
+    if rows == 0:
+        return 1
+    budget = max_bytes - peers * row_bytes
+    if budget < row_bytes:  # a tiny cap: one row per peer per round is the best there is
+        return max(int(np.max(send_counts, initial=0)), int(np.max(recv_counts, initial=0)), 1)
+    return max(1, -(-rows * row_bytes // budget))
+
+
 def _row_bytes(col: np.ndarray) -> int:
     return int(col.dtype.itemsize * int(np.prod(col.shape[1:], dtype=np.int64)))
 
@@ -65,13 +87,12 @@ def alltoallv_grouped(comm, columns: Sequence[np.ndarray], send_counts: np.ndarr
     from mpi4py import MPI
 
     nranks = comm.Get_size()
+    _agree_on_columns(comm, columns)
     send_counts = np.ascontiguousarray(send_counts, dtype=np.int64)
     recv_counts = np.empty(nranks, dtype=np.int64)
     comm.Alltoall(send_counts, recv_counts)
     row_bytes = sum(_row_bytes(c) for c in columns)
-    max_bytes = min(max_bytes, MAX_MPI_COUNT)
-    local_bytes = max(int(send_counts.sum()), int(recv_counts.sum())) * max(row_bytes, 1)
-    rounds = comm.allreduce(max(1, -(-local_bytes // max_bytes)), op=MPI.MAX)
+    rounds = comm.allreduce(rounds_needed(send_counts, recv_counts, row_bytes, max_bytes), op=MPI.MAX)
 
     sdispl, rdispl = exclusive_cumsum(send_counts), exclusive_cumsum(recv_counts)
     outs = [np.empty((int(recv_counts.sum()), *c.shape[1:]), dtype=c.dtype) for c in columns]
@@ -92,6 +113,23 @@ def alltoallv_grouped(comm, columns: Sequence[np.ndarray], send_counts: np.ndarr
                            [rview, (rc.tolist(), exclusive_cumsum(rc).tolist()), MPI.BYTE])
             out[place] = recv
     return outs, recv_counts
+
+
+class ColumnMismatch(DistpartError):
+    """Ranks tried to exchange columns of different dtypes or row shapes (a bug or bad output)."""
+
+
+def _agree_on_columns(comm, columns: Sequence[np.ndarray]) -> None:
+    """Every rank must send the same (dtype, row shape) per column: raw bytes of different
+    widths would be cut into rows differently on each side (MPI_ERR_TRUNCATE, or silent
+    garbage). The forms are a few short strings, so a lowercase allgather is fine."""
+    forms = [(np.dtype(c.dtype).str, tuple(c.shape[1:])) for c in columns]
+    everyone = comm.allgather(forms)
+    for i in range(len(forms)):
+        seen = {tuple(f[i]) for f in everyone}
+        if len(seen) > 1:
+            detail = ", ".join(f"rank {r}: {f[i][0]} {f[i][1]}" for r, f in enumerate(everyone))
+            raise ColumnMismatch(f"ranks disagree on the dtype or row shape of exchanged column {i} ({detail})")
 
 
 def exchange(comm, owner: np.ndarray, columns: Sequence[np.ndarray],

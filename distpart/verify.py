@@ -13,14 +13,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Optional
+from typing import Dict, Optional, Tuple
 
 import numpy as np
 
 from .assignment import Assignment
 from .blocks import rank_bounds, read_edge_block
 from .collective import agreed
-from .dglformat import read_graph, read_tensor_dict, to_storable
+from .dglformat import read_graph, read_tensor_dict, storable_dtype, to_storable
 from .dispatch import CONFIG_FILE, PartitionLayout, check_layout
 from .errors import OutputError
 from .exchange import exchange, lookup
@@ -137,6 +137,8 @@ def _load_part(out_dir: Path, config: dict, p: int, meta: GraphMeta,
     halo = nid[n_inner:]
     if ((halo >= first) & (halo < first + n_inner)).any():
         raise OutputError(gpath, "a halo node's _ID lies in this partition's own range")
+    if len(halo) > 1 and (np.diff(np.sort(halo)) == 0).any():
+        raise OutputError(gpath, "a halo node appears more than once")
     if not np.array_equal(np.asarray(g.ndata["_TYPE"]), type_of(nid, node_counts)):
         raise OutputError(gpath, "node _TYPE disagrees with node_map")
     if (g.dst >= n_inner).any():
@@ -158,19 +160,39 @@ def _load_part(out_dir: Path, config: dict, p: int, meta: GraphMeta,
     node_feats = read_tensor_dict(out_dir / files["node_feats"], mmap=True)
     edge_feats = read_tensor_dict(out_dir / files["edge_feats"], mmap=True)
     for t, ntype in enumerate(meta.node_types):
-        for f in meta.node_features(ntype):
-            _expect_rows(out_dir / files["node_feats"], node_feats, f"{ntype}/{f}", node_counts[p, t])
+        for f, cf in meta.node_features(ntype).items():
+            _expect_rows(out_dir / files["node_feats"], node_feats, f"{ntype}/{f}", node_counts[p, t],
+                         _stored_form(cf))
     for e, et in enumerate(meta.edge_types):
-        for f in meta.edge_features(et.name):
-            _expect_rows(out_dir / files["edge_feats"], edge_feats, f"{et.name}/{f}", edge_counts[p, e])
+        for f, cf in meta.edge_features(et.name).items():
+            _expect_rows(out_dir / files["edge_feats"], edge_feats, f"{et.name}/{f}", edge_counts[p, e],
+                         _stored_form(cf))
     return _Part(nid, nid[g.src], nid[g.dst], eid, etype, orig_nids, orig_eids, node_feats, edge_feats)
 
 
-def _expect_rows(path: Path, tensors: dict, key: str, rows: int) -> None:
+def _stored_form(files) -> Tuple[np.dtype, Tuple[int, ...]]:
+    """(dtype, row shape) a feature must have in the output: the input's, made storable."""
+    source = FeatureSource(files)
+    return storable_dtype(source.dtype), tuple(source.tail_shape)
+
+
+def _expect_rows(path: Path, tensors: dict, key: str, rows: int,
+                 form: Optional[Tuple[np.dtype, Tuple[int, ...]]] = None) -> None:
+    """Tensor `key` exists with `rows` rows (and, for features, the input's dtype and row shape).
+
+    Checked before any row is compared or sent: a converting copy would hide a dtype change,
+    and ranks sending different dtypes would disagree on message sizes.
+    """
     if key not in tensors:
         raise OutputError(path, f"has no tensor '{key}'")
-    if len(tensors[key]) != rows:
-        raise OutputError(path, f"'{key}' has {len(tensors[key])} rows, expected {rows}")
+    arr = tensors[key]
+    if form is not None:
+        dtype, tail = form
+        if np.dtype(arr.dtype).newbyteorder("<") != dtype or tuple(arr.shape[1:]) != tail:
+            raise OutputError(path, f"'{key}' has dtype {np.dtype(arr.dtype).name} and row shape "
+                                    f"{tuple(arr.shape[1:])}, but the input gives {dtype.name} and {tail}")
+    if len(arr) != rows:
+        raise OutputError(path, f"'{key}' has {len(arr)} rows, expected {rows}")
 
 
 # ---------------------------------------------------------------- nodes

@@ -150,3 +150,9 @@ def test_a_second_run_into_the_same_folder_is_refused_while_the_first_runs(tmp_p
                      r"`distpart pipeline`\)", second.stderr), second.stderr
     assert first.returncode == 0 and "verify: OK" in out1, err1
     assert (out / "metadata.json").exists() and not (out / ".distpart.lock").exists()
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "4096"])
+def test_message_cap_out_of_range_is_refused(example_dir, tmp_path, value):
+    run = distpart(1, "validate", example_dir, "--max-message-mb", value, ok=False)
+    assert run.returncode == 2 and "--max-message-mb must be between 1 and 2047" in run.stderr

@@ -87,7 +87,78 @@ def _missing_config(out: Path) -> str:
     return "metadata.json: does not exist"
 
 
+def _feature_dtype_widened(out: Path) -> str:
+    for p in range(4):
+        _rewrite_tensors(out / f"part{p}" / "node_feat.dgl",
+                         lambda t: t.update({"paper/feat": t["paper/feat"].astype(np.float64)}))
+        _rewrite_tensors(out / f"part{p}" / "edge_feat.dgl",
+                         lambda t: t.update({"author:writes:paper/year": t["author:writes:paper/year"].astype(np.int64)}))
+    return "'paper/feat' has dtype float64 and row shape (8,), but the input gives float32 and (8,)"
+
+
+def _feature_dtype_in_one_partition(out: Path) -> str:
+    _rewrite_tensors(out / "part3" / "node_feat.dgl",
+                     lambda t: t.update({"paper/feat": t["paper/feat"].astype(np.float64)}))
+    return "part3/node_feat.dgl: 'paper/feat' has dtype float64"
+
+
+def _feature_row_shape(out: Path) -> str:
+    _rewrite_tensors(out / "part1" / "node_feat.dgl",
+                     lambda t: t.update({"paper/feat": t["paper/feat"][:, :4].copy()}))
+    return "part1/node_feat.dgl: 'paper/feat' has dtype float32 and row shape (4,), but the input gives float32 and (8,)"
+
+
+def _duplicated_halo_node(out: Path) -> str:
+    g = read_graph(out / "part0" / "graph.dgl")
+    ndata = {k: np.array(v) for k, v in g.ndata.items()}
+    edata = {k: np.array(v) for k, v in g.edata.items()}
+    inner = int(ndata["inner_node"].sum())
+    dup = {k: np.concatenate([v, v[inner:inner + 1]]) for k, v in ndata.items()}
+    write_graph(out / "part0" / "graph.dgl", g.num_nodes + 1, g.src, g.dst, dup, edata)
+    return "part0/graph.dgl: a halo node appears more than once"
+
+
+def _dropped_edge(out: Path) -> str:
+    g = read_graph(out / "part1" / "graph.dgl")
+    keep = np.arange(1, len(g.src))
+    write_graph(out / "part1" / "graph.dgl", g.num_nodes, g.src[keep], g.dst[keep],
+                {k: np.array(v) for k, v in g.ndata.items()},
+                {k: np.array(v)[keep] for k, v in g.edata.items()})
+    return "part1/graph.dgl: edge _ID are not the edge_map range"
+
+
+def _duplicated_edge(out: Path) -> str:
+    g = read_graph(out / "part2" / "graph.dgl")
+    keep = np.concatenate([np.arange(len(g.src)), [0]])
+    write_graph(out / "part2" / "graph.dgl", g.num_nodes, g.src[keep], g.dst[keep],
+                {k: np.array(v) for k, v in g.ndata.items()},
+                {k: np.array(v)[keep] for k, v in g.edata.items()})
+    return "part2/graph.dgl: edge _ID are not the edge_map range"
+
+
+def _changed_node_type(out: Path) -> str:
+    def change(ndata, edata):
+        ndata["_TYPE"][0] = (ndata["_TYPE"][0] + 1) % 3
+    _rewrite_graph(out / "part1" / "graph.dgl", change)
+    return "part1/graph.dgl: node _TYPE disagrees with node_map"
+
+
+def _changed_edge_type(out: Path) -> str:
+    def change(ndata, edata):
+        edata["_TYPE"][0] = (edata["_TYPE"][0] + 1) % 4
+    _rewrite_graph(out / "part3" / "graph.dgl", change)
+    return "part3/graph.dgl: edge _TYPE disagrees with edge_map"
+
+
 CORRUPTIONS = {
+    "feature_dtype_widened": _feature_dtype_widened,
+    "feature_dtype_in_one_partition": _feature_dtype_in_one_partition,
+    "feature_row_shape": _feature_row_shape,
+    "duplicated_halo_node": _duplicated_halo_node,
+    "dropped_edge": _dropped_edge,
+    "duplicated_edge": _duplicated_edge,
+    "changed_node_type": _changed_node_type,
+    "changed_edge_type": _changed_edge_type,
     "feature_value": _change_feature_value,
     "edge_feature_value": _change_edge_feature_value,
     "swapped_orig_nids": _swap_orig_nids,

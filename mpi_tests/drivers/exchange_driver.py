@@ -49,6 +49,44 @@ for max_bytes in (100, 1 << 28):
     if not np.array_equal(got, table_all[keys]):
         failures.append(f"lookup differs (max_bytes={max_bytes})")
 
+
+
+class CountingComm:
+    """COMM_WORLD, recording the bytes this rank sends and receives in each Alltoallv."""
+
+    def __init__(self, comm):
+        self._comm, self.calls = comm, []
+
+    def Alltoallv(self, send, recv):
+        self.calls.append((sum(send[1][0]), sum(recv[1][0])))
+        return self._comm.Alltoallv(send, recv)
+
+    def __getattr__(self, name):
+        return getattr(self._comm, name)
+
+
+# The per-call cap: no Alltoallv moves more than max_bytes in or out of a rank (a row is 8 bytes).
+for max_bytes in (64, 1000, 4096):
+    counting = CountingComm(comm)
+    big = rng.integers(0, size, 5000 + 100 * rank)
+    exchange(counting, big, [np.arange(len(big), dtype=np.int64)], max_bytes)
+    worst = max(max(c) for c in counting.calls)
+    if worst > max_bytes:
+        failures.append(f"an Alltoallv moved {worst} bytes with max_bytes={max_bytes}")
+    if len(counting.calls) < 5000 * 8 // max_bytes // size:
+        failures.append(f"too few rounds ({len(counting.calls)}) for max_bytes={max_bytes}")
+
+# Ranks sending different dtypes in one column get the same clear error, never a truncation.
+if size > 1:
+    from distpart.exchange import ColumnMismatch
+    col = np.zeros(10, dtype=np.float32 if rank == 0 else np.float64)
+    try:
+        exchange(comm, np.full(10, (rank + 1) % size), [col])
+        failures.append("a dtype disagreement was not noticed")
+    except ColumnMismatch as e:
+        if "rank 0: <f4 ()" not in str(e) or "rank 1: <f8 ()" not in str(e):
+            failures.append(f"unclear mismatch message: {e}")
+
 if failures:
     print(f"rank {rank}: " + "; ".join(failures), file=sys.stderr)
 everyone = comm.allgather(len(failures))
