@@ -282,7 +282,8 @@ def part_kway(lib: ParMetisLibrary, comm, vtxdist: np.ndarray, xadj: np.ndarray,
             "vwgt": None if vwgt is None else np.ascontiguousarray(vwgt, dtype=idx).reshape(-1),
             "tpwgts": np.full(num_parts * ncon, 1.0 / num_parts, dtype=real),
             "ubvec": np.full(ncon, imbalance, dtype=real),
-            "options": np.array([1, 0, seed, 0], dtype=idx),
+            # Any integer seed is accepted (as by random assignment); ParMETIS takes an idx_t.
+            "options": np.array([1, 0, seed % 2**31, 0], dtype=idx),
             "part": np.zeros(max(nloc, 1), dtype=idx),
         }
         scalars = {name: np.array([v], dtype=idx) for name, v in

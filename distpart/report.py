@@ -73,14 +73,25 @@ def format_report(rep: dict, ntypes: List[str]) -> str:
     return "\n".join(lines)
 
 
+def _config_basics(path: Path, config) -> "tuple[int, List[str]]":
+    """num_parts and the node types in ID order, or OutputError naming what is wrong."""
+    num_parts = config.get("num_parts") if isinstance(config, dict) else None
+    if not isinstance(num_parts, int) or isinstance(num_parts, bool) or num_parts < 1:
+        raise OutputError(path, f"num_parts must be a positive integer, found {num_parts!r}")
+    ntypes = config.get("ntypes")
+    if not isinstance(ntypes, dict) or not all(isinstance(v, int) for v in ntypes.values()):
+        raise OutputError(path, "ntypes must map node type names to integer IDs")
+    return num_parts, sorted(ntypes, key=ntypes.get)
+
+
 def report(comm, out_dir: Path, features: Sequence[str] = (), json_path: Optional[Path] = None) -> Optional[dict]:
     """Compute the report of an output; rank 0 prints it, writes JSON and returns it. Collective."""
     out_dir = Path(out_dir)
     with agreed(comm):
         config = read_json(out_dir / CONFIG_FILE, OutputError)
-    layout = PartitionLayout(int(config["num_parts"]), comm.Get_size())
+        num_parts, ntypes = _config_basics(out_dir / CONFIG_FILE, config)
+    layout = PartitionLayout(num_parts, comm.Get_size())
     check_layout(layout.num_parts, layout.nranks)
-    ntypes = sorted(config["ntypes"], key=config["ntypes"].get)
     with agreed(comm):
         mine = [_part_stats(out_dir, config, p, ntypes, features) for p in layout.parts_of(comm.Get_rank())]
     everyone = comm.gather(mine, root=0)  # a few numbers per partition: a small control message

@@ -156,3 +156,19 @@ def test_a_second_run_into_the_same_folder_is_refused_while_the_first_runs(tmp_p
 def test_message_cap_out_of_range_is_refused(example_dir, tmp_path, value):
     run = distpart(1, "validate", example_dir, "--max-message-mb", value, ok=False)
     assert run.returncode == 2 and "--max-message-mb must be between 1 and 2047" in run.stderr
+
+
+def test_report_of_a_broken_config_is_a_clear_error(example_dir, tmp_path):
+    out = tmp_path / "out"
+    distpart(2, "pipeline", example_dir, out, "--num-parts", 2, "--method", "random")
+    config = json.loads((out / "metadata.json").read_text())
+    config["num_parts"] = "two"
+    (out / "metadata.json").write_text(json.dumps(config))
+    run = distpart(2, "report", out, ok=False)
+    assert run.returncode == 2 and "num_parts must be a positive integer, found 'two'" in run.stderr
+    assert "Traceback" not in run.stderr
+
+
+def test_parmetis_accepts_a_seed_above_int32(example_dir, tmp_path):
+    run = distpart(2, "assign", example_dir, tmp_path / "a", "--num-parts", 2, "--seed", "3000000000")
+    assert (tmp_path / "a" / "paper.txt").exists(), run.output
