@@ -1,0 +1,159 @@
+"""distpart under MPICH: Debian's `mpich` package, its Hydra `mpiexec.mpich`, the same .venv.
+
+The mpi4py wheel in .venv carries one extension module per MPI ABI (`MPI.openmpi...so`,
+`MPI.mpich...so`) and picks one at import. Two things make it pick MPICH, as mpi4py's
+install guide documents for Debian/Ubuntu:
+
+* `MPI4PY_MPIABI=mpich`: otherwise mpi4py probes `libmpi.so` first, which on a machine with
+  `libopenmpi-dev` is Open MPI's, and loads the Open MPI module (then every Hydra process
+  is a 1-rank world, which distpart refuses: see test_run_guards.py);
+* a `libmpi.so.12` the loader can find: the MPICH ABI names the library `libmpi.so.12`, but
+  Debian's package (bookworm, Ubuntu <= 22.04) ships it as `libmpich.so.12`. A directory
+  holding the symlink `libmpi.so.12 -> libmpich.so.12`, put on `LD_LIBRARY_PATH`, fixes
+  that without touching system directories. That is what a site needs to do; a proper
+  MPICH build (module files, MPICH >= 4.1 packages, Cray/Intel ABI libraries) already has
+  `libmpi.so.12` and only needs `MPI4PY_MPIABI=mpich` if Open MPI is installed too.
+
+We use the site's MPICH rather than the `mpich` wheel from PyPI: a cluster user runs the
+MPI that knows the site's network and batch system, with the same virtualenv, and mpi4py
+recommends external MPI builds for production. (Never `pip install mpich` into .venv: the
+Open MPI-linked ParMETIS would then fail the same-MPI check; see the README.)
+
+Debian's ParMETIS is linked to Open MPI, so under MPICH `--method parmetis` must stop with
+distpart's same-MPI message, on every rank, with status 2 and no metadata.json.
+
+Every run has a timeout and is killed as a process group if it overruns (as conftest.py).
+Skipped, with the reason, only when MPICH (mpiexec.mpich and libmpich.so.12) is absent.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, List, Sequence
+
+import pytest
+
+from conftest import Run, distpart, mpi_env
+from reference import tree_bytes
+
+TIMEOUT = 90  # seconds per mpiexec; each run here takes 1-5 s
+SAME_MPI_MESSAGE = "is linked against a different MPI than mpi4py uses"  # distpart/parmetis.py
+
+
+def _ldconfig_paths(soname: str) -> List[str]:
+    """Paths the dynamic loader's cache lists for `soname` (e.g. libmpich.so.12)."""
+    ldconfig = shutil.which("ldconfig") or "/sbin/ldconfig"
+    try:
+        out = subprocess.run([ldconfig, "-p"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return [line.split("=>", 1)[1].strip() for line in out.splitlines()
+            if line.strip().startswith(soname + " ") and "=>" in line]
+
+
+def _find_mpich():
+    """(mpiexec.mpich, libmpich.so.12 to link as libmpi.so.12 or None if not needed, why skip or None)."""
+    hydra = shutil.which("mpiexec.mpich") or shutil.which("mpiexec.hydra")
+    if hydra is None:
+        return None, None, "MPICH's mpiexec (mpiexec.mpich) is not installed: apt-get install mpich " \
+                           "(scripts/setup-test.sh installs it)"
+    libmpich = _ldconfig_paths("libmpich.so.12")
+    if libmpich:
+        return hydra, libmpich[0], None
+    if _ldconfig_paths("libmpi.so.12"):  # an MPICH with the ABI's own library name
+        return hydra, None, None
+    return None, None, "MPICH's library (libmpich.so.12 or libmpi.so.12) is not installed: apt-get install mpich"
+
+
+HYDRA, LIBMPICH, MISSING = _find_mpich()
+pytestmark = pytest.mark.skipif(MISSING is not None, reason=MISSING or "")
+
+
+@pytest.fixture(scope="module")
+def mpich_env(tmp_path_factory) -> Dict[str, str]:
+    """mpi_env() plus what makes .venv's mpi4py load Debian's MPICH (see the module docstring)."""
+    env = mpi_env()
+    env["MPI4PY_MPIABI"] = "mpich"
+    if LIBMPICH is not None:
+        abi_dir = tmp_path_factory.mktemp("mpich-abi")
+        (abi_dir / "libmpi.so.12").symlink_to(LIBMPICH)
+        env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [str(abi_dir), env.get("LD_LIBRARY_PATH")]))
+    return env
+
+
+def run_mpich(nranks: int, command: Sequence[str], env: Dict[str, str], timeout: float = TIMEOUT) -> Run:
+    """`mpiexec.mpich -n R command...`, killed (whole process group) and failed on timeout."""
+    cmd = [HYDRA, "-n", str(nranks), *map(str, command)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        pytest.fail(f"timed out after {timeout}s (hang?): {' '.join(cmd)}\n{out}\n{err}")
+    return Run(proc.returncode, out, err)
+
+
+def distpart_mpich(nranks: int, argv: Sequence, env: Dict[str, str], status_dir: Path) -> Run:
+    """distpart under Hydra; each rank also writes its own exit status to status_dir/RANK."""
+    status_dir.mkdir(parents=True, exist_ok=True)
+    wrapper = ["sh", "-c", '"$@"; st=$?; echo $st > "$STATUS_DIR/${PMI_RANK:-unknown}"; exit $st',
+               "sh", sys.executable, "-m", "distpart"]
+    return run_mpich(nranks, [*wrapper, *argv], {**env, "STATUS_DIR": str(status_dir)})
+
+
+def rank_statuses(status_dir: Path) -> Dict[str, int]:
+    return {p.name: int(p.read_text()) for p in sorted(status_dir.iterdir())}
+
+
+@pytest.fixture(scope="module")
+def openmpi_random_output(example_dir, tmp_path_factory) -> Dict[str, bytes]:
+    """The reference: the same command under Open MPI (mpiexec -n 2)."""
+    out = tmp_path_factory.mktemp("openmpi") / "out"
+    run = distpart(2, "pipeline", example_dir, out, "--num-parts", 4, "--method", "random")
+    assert "verify: OK" in run.stdout, run.output
+    return tree_bytes(out)
+
+
+def test_mpich_mpi4py_loads_mpich(mpich_env):
+    # Rank 0 prints what every rank saw (one writer: Hydra interleaves concurrent output).
+    code = ("from mpi4py import MPI; c = MPI.COMM_WORLD; "
+            "seen = c.gather((c.Get_rank(), c.Get_size(), MPI.Get_library_version().splitlines()[0])); "
+            "c.Get_rank() == 0 and [print('rank', r, 'of', n, '|', lib) for r, n, lib in seen]")
+    run = run_mpich(2, [sys.executable, "-c", code], mpich_env)
+    assert run.returncode == 0, run.output
+    lines = [line for line in run.stdout.splitlines() if line.startswith("rank ")]
+    assert [line.split("|")[0].split() for line in lines] == [["rank", "0", "of", "2"], ["rank", "1", "of", "2"]], run.output
+    assert all(line.split("|")[1].strip().startswith("MPICH") for line in lines), run.output
+    assert "suspicious MPI execution environment" not in run.output, run.output
+
+
+@pytest.mark.parametrize("nranks", [2, 4])
+def test_mpich_random_pipeline_matches_open_mpi(nranks, mpich_env, example_dir, openmpi_random_output, tmp_path):
+    out = tmp_path / "out"
+    run = distpart_mpich(nranks, ["pipeline", example_dir, out, "--num-parts", 4, "--method", "random"], mpich_env,
+                         tmp_path / "status")
+    assert run.returncode == 0, run.output
+    assert rank_statuses(tmp_path / "status") == {str(r): 0 for r in range(nranks)}, run.output
+    assert "verify: OK" in run.stdout, run.output
+    assert f"pipeline: {nranks} ranks" in run.stderr + run.stdout and "MPICH Version" in run.output, run.output
+    got = tree_bytes(out)
+    assert sorted(got) == sorted(openmpi_random_output), "different files under MPICH than under Open MPI"
+    differ = [name for name in got if got[name] != openmpi_random_output[name]]
+    assert not differ, f"files differ between MPICH ({nranks} ranks) and Open MPI (2 ranks): {differ}"
+
+
+def test_mpich_parmetis_linked_to_open_mpi_is_refused(mpich_env, example_dir, tmp_path):
+    out = tmp_path / "out"
+    run = distpart_mpich(2, ["pipeline", example_dir, out, "--num-parts", 4, "--method", "parmetis"], mpich_env,
+                         tmp_path / "status")
+    assert run.returncode == 2, run.output
+    assert rank_statuses(tmp_path / "status") == {"0": 2, "1": 2}, run.output  # every rank, not an abort
+    assert SAME_MPI_MESSAGE in run.stderr and "do not mix" in run.stderr, run.output
+    assert "Traceback" not in run.output, run.output
+    assert not (out / "metadata.json").exists()
