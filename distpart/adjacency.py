@@ -13,6 +13,7 @@ from typing import List, Optional
 
 import numpy as np
 
+from .arrays import offsets
 from .blocks import read_edge_block
 from .exchange import DEFAULT_MAX_BYTES, exchange
 from .metadata import GraphMeta
@@ -32,7 +33,7 @@ class DistributedCSR:
 
 def type_offsets(meta: GraphMeta) -> np.ndarray:
     """offset[t] = first homogeneous ID of node type t; offset[-1] = total nodes."""
-    return np.concatenate([[0], np.cumsum(meta.node_counts)]).astype(np.int64)
+    return offsets(meta.node_counts)
 
 
 def csr_from_pairs(rows: np.ndarray, cols: np.ndarray, nrows: int,

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Dict, Optional
 
 import numpy as np
 
+from .arrays import GOLDEN64, splitmix64
 from .blocks import rank_bounds
 from .collective import agreed
 from .errors import InputError
@@ -60,15 +61,9 @@ class Assignment:
 
 # ---------------------------------------------------------------- random
 
-_MIX1, _MIX2, _GOLDEN = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB), np.uint64(0x9E3779B97F4A7C15)
-
-
 def _mix(x: np.ndarray) -> np.ndarray:
-    """splitmix64's finaliser: a fast, well-distributed 64-bit hash (wrapping arithmetic)."""
-    z = x + _GOLDEN
-    z = (z ^ (z >> np.uint64(30))) * _MIX1
-    z = (z ^ (z >> np.uint64(27))) * _MIX2
-    return z ^ (z >> np.uint64(31))
+    """splitmix64 step: add the golden gamma, then the finaliser."""
+    return splitmix64(x + GOLDEN64)
 
 
 def keyed_permutation(ids: np.ndarray, n: int, key: int, rounds: int = 4) -> np.ndarray:

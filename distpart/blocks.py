@@ -12,6 +12,7 @@ from typing import Optional
 
 import numpy as np
 
+from .arrays import first_outside
 from .collective import agreed
 from .errors import InputError
 from .exchange import allgather_int64, allreduce_sum, exscan_sum
@@ -69,12 +70,9 @@ def read_edge_block(comm, meta: GraphMeta, etype: EdgeType, progress: Optional[P
 
 
 def _check_range(ids: np.ndarray, n: int, path, what: str, row0) -> None:
-    if len(ids) == 0:
+    bad = first_outside(ids, n)
+    if bad is None:
         return
-    lo, hi = int(ids.min()), int(ids.max())
-    if lo >= 0 and hi < n:
-        return
-    bad = int(np.flatnonzero((ids < 0) | (ids >= n))[0])
     at = f" at row {row0 + bad}" if row0 is not None else ""
     raise InputError(path, f"edge endpoint {int(ids[bad])}{at} is outside [0, {n}) of the {what}")
 

@@ -206,7 +206,8 @@ def _run(comm, args: argparse.Namespace, log) -> None:
     from .report import report
     from .collective import format_stage_table, write_json
     from .errors import InputError
-    from .dispatch import check_layout, dispatch
+    from .dispatch import dispatch
+    from .layout import check_layout
     from .validate import validate
     from .verify import verify
 

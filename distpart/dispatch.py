@@ -28,39 +28,13 @@ from .blocks import read_edge_block
 from .collective import StageLog, agreed
 from .dglformat import TensorDictWriter, to_storable, write_graph, write_tensor_dict
 from .errors import InputError
+from .arrays import offsets
 from .exchange import DEFAULT_MAX_BYTES, allreduce_sum, exchange, exscan_sum, group_by_owner, lookup
 from .metadata import GraphMeta
-from .partbook import ranges_from_counts
+from .layout import CONFIG_FILE, PartitionLayout, check_layout, partition_config
 from .progress import Progress
 from .readers import FeatureSource
 from .relabel import local_graph, new_node_ids, range_starts, type_of
-
-CONFIG_FILE = "metadata.json"
-
-
-@dataclass(frozen=True)
-class PartitionLayout:
-    """Which rank builds which partitions: contiguous runs of P / R partitions per rank."""
-
-    num_parts: int
-    nranks: int
-
-    @property
-    def per_rank(self) -> int:
-        return self.num_parts // self.nranks
-
-    def rank_of(self, parts: np.ndarray) -> np.ndarray:
-        return parts // self.per_rank
-
-    def parts_of(self, rank: int) -> range:
-        return range(rank * self.per_rank, (rank + 1) * self.per_rank)
-
-
-def check_layout(num_parts: int, nranks: int) -> None:
-    if num_parts < 1 or num_parts % nranks:
-        raise InputError(None, f"the number of partitions ({num_parts}) must be a positive "
-                               f"multiple of the number of MPI ranks ({nranks})")
-
 
 @dataclass
 class _Edges:
@@ -224,7 +198,7 @@ def by_partition(local_part: np.ndarray, nparts: int) -> List[np.ndarray]:
     otherwise read every received row P/R times.
     """
     order, counts = group_by_owner(local_part, nparts)
-    bounds = np.concatenate([[0], np.cumsum(counts)])
+    bounds = offsets(counts)
     return [order[bounds[i]:bounds[i + 1]] for i in range(nparts)]
 
 
@@ -367,26 +341,3 @@ def _write_partition(out_dir: Path, p: int, meta: GraphMeta, state: _State) -> N
                        "_TYPE": etypes, "inner_edge": np.ones(len(src), dtype=np.uint8)})
     write_tensor_dict(out_dir / f"part{p}" / "orig_eids.dgl",
                       {et.name: edges[e].orig for e, et in enumerate(meta.edge_types)})
-
-
-def partition_config(meta: GraphMeta, assignment: Assignment, node_counts: np.ndarray,
-                     edge_counts: np.ndarray) -> dict:
-    """The partition config JSON DGL's loader reads (paths relative to its folder)."""
-    etype_names = [e.name for e in meta.edge_types]
-    config = {
-        "graph_name": meta.graph_name,
-        "part_method": "metis" if assignment.algo_name in ("metis", "parmetis") else assignment.algo_name,
-        "num_parts": assignment.num_parts,
-        "halo_hops": 1,
-        "node_map": ranges_from_counts(node_counts, list(meta.node_types)),
-        "edge_map": ranges_from_counts(edge_counts, etype_names),
-        "ntypes": {n: i for i, n in enumerate(meta.node_types)},
-        "etypes": {n: i for i, n in enumerate(etype_names)},
-        "num_nodes": int(node_counts.sum()),
-        "num_edges": int(edge_counts.sum()),
-    }
-    for p in range(assignment.num_parts):
-        config[f"part-{p}"] = {"node_feats": f"part{p}/node_feat.dgl",
-                               "edge_feats": f"part{p}/edge_feat.dgl",
-                               "part_graph": f"part{p}/graph.dgl"}
-    return config

@@ -13,6 +13,7 @@ from typing import List, Sequence, Tuple
 
 import numpy as np
 
+from .arrays import exclusive_cumsum
 from .errors import DistpartError
 
 MAX_MPI_COUNT = 2**31 - 1
@@ -42,12 +43,6 @@ def concat_ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     ends = np.cumsum(lengths)
     return (np.arange(total, dtype=np.int64) - np.repeat(ends - lengths, lengths)
             + np.repeat(np.asarray(starts, dtype=np.int64), lengths))
-
-
-def exclusive_cumsum(a: np.ndarray) -> np.ndarray:
-    out = np.zeros(len(a), dtype=np.int64)
-    np.cumsum(a[:-1], out=out[1:])
-    return out
 
 
 def rounds_needed(send_counts: np.ndarray, recv_counts: np.ndarray, row_bytes: int,

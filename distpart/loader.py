@@ -13,7 +13,6 @@ are accepted too). Anything missing or malformed raises OutputError naming the f
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from typing import Any, Optional
 
@@ -21,6 +20,7 @@ import numpy as np
 
 from .dglformat import PartitionGraph, read_graph, read_tensor_dict
 from .errors import OutputError, PathLike
+from .metadata import read_json
 from .partbook import PartitionBook
 
 Arrays = dict[str, Any]
@@ -102,13 +102,7 @@ def load_orig_ids(
 
 def _read_config(part_config: PathLike) -> dict[str, Any]:
     path = os.fspath(part_config)
-    try:
-        with open(path, encoding="utf-8") as f:
-            cfg = json.load(f)
-    except OSError as e:
-        raise OutputError(path, f"cannot read the partition config: {e.strerror}") from None
-    except ValueError as e:
-        raise OutputError(path, f"not valid JSON: {e}") from None
+    cfg = read_json(path, OutputError)
     if not isinstance(cfg, dict):
         raise OutputError(path, "the partition config must be a JSON object")
     return cfg

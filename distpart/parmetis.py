@@ -23,6 +23,7 @@ from typing import Mapping, Optional, Tuple
 
 import numpy as np
 
+from .arrays import offsets
 from .errors import DistpartError
 from .exchange import allreduce_sum
 
@@ -245,7 +246,7 @@ def compact_vtxdist(vtxdist: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     """
     counts = np.diff(vtxdist)
     keep = counts > 0
-    return np.concatenate([[0], np.cumsum(counts[keep])]).astype(np.int64), keep
+    return offsets(counts[keep]), keep
 
 
 def part_kway(lib: ParMetisLibrary, comm, vtxdist: np.ndarray, xadj: np.ndarray, adjncy: np.ndarray,

@@ -12,22 +12,19 @@ from typing import Tuple
 
 import numpy as np
 
+from .arrays import exclusive_cumsum
 from .exchange import group_by_owner
 
 
 def range_starts(counts: np.ndarray) -> np.ndarray:
     """Start of each (partition, type) ID range, for counts of shape (P, T), row-major order."""
-    flat = np.asarray(counts, dtype=np.int64).reshape(-1)
-    starts = np.zeros_like(flat)
-    np.cumsum(flat[:-1], out=starts[1:])
-    return starts.reshape(np.shape(counts))
+    return exclusive_cumsum(counts)
 
 
 def rank_within_group(groups: np.ndarray, num_groups: int) -> np.ndarray:
     """For each element, how many earlier elements share its group (order-preserving)."""
     order, counts = group_by_owner(groups, num_groups)
-    group_start = np.zeros(num_groups, dtype=np.int64)
-    np.cumsum(counts[:-1], out=group_start[1:])
+    group_start = exclusive_cumsum(counts)
     pos = np.empty(len(groups), dtype=np.int64)
     pos[order] = np.arange(len(groups), dtype=np.int64) - np.repeat(group_start, counts)
     return pos

@@ -15,7 +15,7 @@ import numpy as np
 
 from .collective import agreed
 from .dglformat import read_graph, read_tensor_dict
-from .dispatch import CONFIG_FILE, PartitionLayout, check_layout
+from .layout import CONFIG_FILE, PartitionLayout, check_layout
 from .errors import OutputError
 from .metadata import read_json
 

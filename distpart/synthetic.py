@@ -39,10 +39,11 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from .arrays import GOLDEN64, splitmix64
+from .metadata import EDGE_FORMATS, FEATURE_FORMATS
+
 PathLike = Union[str, "os.PathLike[str]"]
 
-EDGE_FORMATS = ("csv", "numpy", "parquet")
-FEATURE_FORMATS = ("numpy", "parquet", "hdf5")
 
 # Probability that an edge stays inside its source's community when `community` is given.
 INTRA_COMMUNITY_PROB = 0.9
@@ -117,15 +118,6 @@ def _stable_u64(*parts: object) -> int:
     return int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "little")
 
 
-def _mix64(x: np.ndarray) -> np.ndarray:
-    """splitmix64's finaliser: a cheap, vectorised, well-distributed uint64 -> uint64 hash."""
-    x = x ^ (x >> np.uint64(30))
-    x = x * np.uint64(0xBF58476D1CE4E5B9)
-    x = x ^ (x >> np.uint64(27))
-    x = x * np.uint64(0x94D049BB133111EB)
-    return x ^ (x >> np.uint64(31))
-
-
 def feature_values(spec: FeatureSpec, rows: np.ndarray, seed: int = 0) -> np.ndarray:
     """The values of `spec` at row indices `rows`, shape ``(len(rows),) + spec.tail_shape``.
 
@@ -142,7 +134,7 @@ def feature_values(spec: FeatureSpec, rows: np.ndarray, seed: int = 0) -> np.nda
     width = int(np.prod(spec.tail_shape, dtype=np.int64))
     key = np.uint64(_stable_u64("feature", seed, spec.owner, spec.name))
     counter = rows.astype(np.uint64)[:, None] * np.uint64(width) + np.arange(width, dtype=np.uint64)
-    h = _mix64(counter * np.uint64(0x9E3779B97F4A7C15) + key)
+    h = splitmix64(counter * GOLDEN64 + key)
     if dtype == np.bool_:
         values = (h >> np.uint64(63)).astype(np.bool_)
     elif dtype.kind == "f":
@@ -205,10 +197,12 @@ def _write_feature(path: pathlib.Path, spec: FeatureSpec, values: np.ndarray) ->
         table = pa.table({str(j): flat[:, j] for j in range(flat.shape[1])})
         table = table.replace_schema_metadata({b"shape": str(values.shape).encode()})
         pq.write_table(table, path)
-    else:
+    elif spec.fmt == "hdf5":
         with h5py.File(path, "w") as f:
             # No timestamps in the file, so the same seed gives the same bytes.
             f.create_dataset(spec.name, data=values, track_times=False)
+    else:
+        raise ValueError(f"feature {spec.owner}/{spec.name}: the generator cannot write {spec.fmt!r} files")
 
 
 _EXTENSIONS = {"csv": ".csv", "numpy": ".npy", "parquet": ".parquet", "hdf5": ".h5"}

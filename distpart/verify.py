@@ -17,11 +17,12 @@ from typing import Dict, Optional, Tuple
 
 import numpy as np
 
+from .arrays import first_outside
 from .assignment import Assignment
 from .blocks import rank_bounds, read_edge_block
 from .collective import agreed
 from .dglformat import read_graph, read_tensor_dict, storable_dtype, to_storable
-from .dispatch import CONFIG_FILE, PartitionLayout, check_layout
+from .layout import CONFIG_FILE, PartitionLayout, check_layout
 from .errors import OutputError
 from .exchange import exchange, lookup
 from .metadata import GraphMeta, read_json
@@ -294,8 +295,9 @@ def _exactly_once(local: np.ndarray, n: int, first: int, message: str) -> None:
 
 
 def _in_range(ids: np.ndarray, n: int, what: str) -> None:
-    if len(ids) and (ids.min() < 0 or ids.max() >= n):
-        raise OutputError(None, f"{what} holds IDs outside [0, {n})")
+    bad = first_outside(ids, n)
+    if bad is not None:
+        raise OutputError(None, f"{what} holds ID {int(ids[bad])}, outside [0, {n})")
 
 
 def _concat(arrays) -> np.ndarray:

@@ -45,7 +45,7 @@ if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv"
   python3 -m venv .venv
 fi
-if ! .venv/bin/python -c "import distpart, mpi4py, pyarrow, h5py, pytest, psutil" >/dev/null 2>&1; then
+if ! .venv/bin/python -c "import distpart, mpi4py, pyarrow, h5py, pytest, psutil, yaml" >/dev/null 2>&1; then
   echo "setup: installing distpart and its Python dependencies into .venv"
   .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -m pip install -q -e ".[test]"

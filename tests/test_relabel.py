@@ -6,7 +6,8 @@ from typing import List
 import numpy as np
 import pytest
 
-from distpart.exchange import concat_ranges, exclusive_cumsum, group_by_owner
+from distpart.arrays import exclusive_cumsum
+from distpart.exchange import concat_ranges, group_by_owner
 from distpart.relabel import (
     local_graph,
     new_node_ids,

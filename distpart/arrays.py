@@ -1,0 +1,48 @@
+"""Three small array primitives every stage needs, in one place so they cannot drift apart:
+prefix sums (offsets of consecutive blocks), the splitmix64 finaliser (seeded hashing for
+random assignment and synthetic data), and the search for the first out-of-range ID.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+_MIX1, _MIX2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+GOLDEN64 = np.uint64(0x9E3779B97F4A7C15)
+
+
+def exclusive_cumsum(counts: np.ndarray) -> np.ndarray:
+    """int64 start of each block of `counts` (same shape, flattened in C order): [0, c0, c0+c1, ...]."""
+    flat = np.asarray(counts, dtype=np.int64).reshape(-1)
+    out = np.zeros_like(flat)
+    np.cumsum(flat[:-1], out=out[1:])
+    return out.reshape(np.shape(counts))
+
+
+def offsets(counts) -> np.ndarray:
+    """Block boundaries of 1-D `counts`, length n + 1: [0, c0, c0+c1, ..., total]."""
+    flat = np.asarray(counts, dtype=np.int64).reshape(-1)
+    out = np.zeros(len(flat) + 1, dtype=np.int64)
+    np.cumsum(flat, out=out[1:])
+    return out
+
+
+def splitmix64(x: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser: a vectorised, well-distributed uint64 -> uint64 hash
+    (numpy's uint64 arithmetic wraps, as the algorithm requires)."""
+    x = x ^ (x >> np.uint64(30))
+    x = x * _MIX1
+    x = x ^ (x >> np.uint64(27))
+    x = x * _MIX2
+    return x ^ (x >> np.uint64(31))
+
+
+def first_outside(ids: np.ndarray, n: int) -> Optional[int]:
+    """Index of the first ID outside [0, n), or None. (min/max first: the common all-good
+    case costs two passes and no temporary boolean array.)"""
+    if len(ids) == 0:
+        return None
+    if int(ids.min()) >= 0 and int(ids.max()) < n:
+        return None
+    return int(np.flatnonzero((ids < 0) | (ids >= n))[0])

@@ -1,0 +1,67 @@
+"""Where partitions go: which rank builds which partition, and the partition config JSON.
+
+Shared by dispatch (which writes), verify and report (which read): none of this needs
+MPI, so importing it does not start MPI.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .errors import InputError
+from .partbook import ranges_from_counts
+
+if TYPE_CHECKING:
+    from .assignment import Assignment
+    from .metadata import GraphMeta
+
+CONFIG_FILE = "metadata.json"
+
+
+@dataclass(frozen=True)
+class PartitionLayout:
+    """Which rank builds which partitions: contiguous runs of P / R partitions per rank."""
+
+    num_parts: int
+    nranks: int
+
+    @property
+    def per_rank(self) -> int:
+        return self.num_parts // self.nranks
+
+    def rank_of(self, parts: np.ndarray) -> np.ndarray:
+        return parts // self.per_rank
+
+    def parts_of(self, rank: int) -> range:
+        return range(rank * self.per_rank, (rank + 1) * self.per_rank)
+
+
+def check_layout(num_parts: int, nranks: int) -> None:
+    if num_parts < 1 or num_parts % nranks:
+        raise InputError(None, f"the number of partitions ({num_parts}) must be a positive "
+                               f"multiple of the number of MPI ranks ({nranks})")
+
+
+def partition_config(meta: "GraphMeta", assignment: "Assignment", node_counts: np.ndarray,
+                     edge_counts: np.ndarray) -> dict:
+    """The partition config JSON DGL's loader reads (paths relative to its folder)."""
+    etype_names = [e.name for e in meta.edge_types]
+    config = {
+        "graph_name": meta.graph_name,
+        "part_method": "metis" if assignment.algo_name in ("metis", "parmetis") else assignment.algo_name,
+        "num_parts": assignment.num_parts,
+        "halo_hops": 1,
+        "node_map": ranges_from_counts(node_counts, list(meta.node_types)),
+        "edge_map": ranges_from_counts(edge_counts, etype_names),
+        "ntypes": {n: i for i, n in enumerate(meta.node_types)},
+        "etypes": {n: i for i, n in enumerate(etype_names)},
+        "num_nodes": int(node_counts.sum()),
+        "num_edges": int(edge_counts.sum()),
+    }
+    for p in range(assignment.num_parts):
+        config[f"part-{p}"] = {"node_feats": f"part{p}/node_feat.dgl",
+                               "edge_feats": f"part{p}/edge_feat.dgl",
+                               "part_graph": f"part{p}/graph.dgl"}
+    return config
