@@ -96,3 +96,17 @@ def test_reads_dgl_random_partition_files(example_dir, tmp_path):
     check_output(example_dir, assign_dir, out)
     config = json.loads((out / "metadata.json").read_text())
     assert config["num_parts"] == 2 and config["part_method"] == "random"
+
+
+def test_three_ranks_six_partitions_match_one_rank(example_dir, tmp_path):
+    """A rank count that is not a power of two (and P = 2R): same bytes as one rank."""
+    outs = {}
+    for r in (1, 3):
+        outs[r] = tmp_path / f"out{r}"
+        run = distpart(r, "pipeline", example_dir, outs[r], "--num-parts", 6, "--seed", 3,
+                       "--method", "random")
+        assert "verify: OK (6 partitions" in run.stdout
+    one, three = tree_bytes(outs[1]), tree_bytes(outs[3])
+    assert set(one) == set(three) and "part5/graph.dgl" in one
+    assert [n for n in one if one[n] != three[n]] == []
+    check_output(example_dir, outs[3] / "assignment", outs[3])
