@@ -44,6 +44,7 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("in_dir", type=Path)
     a.add_argument("assign_dir", type=Path)
     a.add_argument("--num-parts", type=int, required=True)
+    overwrite_option(a)
     method_options(a)
     common(a)
 
@@ -54,6 +55,8 @@ def _parser() -> argparse.ArgumentParser:
         d.add_argument("assign_dir", type=Path)
         d.add_argument("out_dir", type=Path)
         d.add_argument("--num-parts", type=int, help="only needed when the assignment has no partition_meta.json")
+        if name == "dispatch":
+            overwrite_option(d)
         common(d)
 
     q = sub.add_parser("pipeline", help="validate, assign, dispatch and verify in one run")
@@ -63,6 +66,7 @@ def _parser() -> argparse.ArgumentParser:
     method_options(q)
     q.add_argument("--assign-dir", type=Path, help="where Step 1 writes (default OUT_DIR/assignment)")
     q.add_argument("--no-verify", dest="verify", action="store_false")
+    overwrite_option(q)
     common(q)
 
     r = sub.add_parser("report", help="edge cut, balance and halo sizes of an output")
@@ -86,6 +90,11 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--scale", type=int, default=1)
     e.add_argument("--seed", type=int, default=0)
     return p
+
+
+def overwrite_option(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("--overwrite", action="store_true",
+                    help="replace a previous distpart output in the folder (never files distpart did not write)")
 
 
 def method_options(sp: argparse.ArgumentParser) -> None:
@@ -128,6 +137,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         hosts = comm.gather(host, root=0)
         if rank == 0:
             progress.say(banner(args.command, hosts, library, os.environ))
+        _refuse_input_as_output(args)
         from .lock import folder_locks
         with folder_locks(comm, _written_folders(args), f"distpart {args.command}", progress.say):
             _run(comm, args, StageLog(progress=progress))
@@ -180,6 +190,18 @@ def _written_folders(args: argparse.Namespace) -> List[Path]:
     return []
 
 
+def _refuse_input_as_output(args: argparse.Namespace) -> None:
+    """Checked before the lock file is made, so the input folder is never written at all."""
+    from .errors import InputError
+    in_dir = getattr(args, "in_dir", None)
+    if in_dir is None:
+        return
+    for folder in _written_folders(args):
+        if Path(folder).resolve() == Path(in_dir).resolve():
+            raise InputError(folder, "is the input graph's folder: write the output somewhere else "
+                                     "(distpart never writes into its input)")
+
+
 def _inside(path: Path, folder: Path) -> bool:
     path, folder = path.resolve(), folder.resolve()
     return path == folder or folder in path.parents
@@ -198,6 +220,29 @@ def _run_serial(args: argparse.Namespace) -> int:
         print(f"distpart {args.command}: error: {e}", file=sys.stderr)
         return EXIT_USER_ERROR
     return 0
+
+
+def _claim_output_folders(comm, args: argparse.Namespace, meta) -> None:
+    """Refuse folders whose files distpart must not replace; clear a previous output with
+    --overwrite; mark the folders as distpart's. Before the first write. Collective."""
+    from .collective import agreed
+    from .outdir import ASSIGNMENT, PARTITIONS, OutputFolder, claim, plan_removals
+
+    ntypes = meta.node_types
+    reads: List[Path] = []
+    if args.command == "assign":
+        folders = [OutputFolder(args.assign_dir, ASSIGNMENT, ntypes)]
+    elif args.command == "dispatch":
+        folders, reads = [OutputFolder(args.out_dir, PARTITIONS)], [args.assign_dir]
+    else:
+        default = args.assign_dir is None
+        folders = [OutputFolder(args.out_dir, PARTITIONS, default_assign_dir="assignment" if default else ""),
+                   OutputFolder(args.out_dir / "assignment" if default else args.assign_dir, ASSIGNMENT, ntypes)]
+    inputs = [meta.path, *(path for _, path in meta.all_files())]
+    with agreed(comm):
+        if comm.Get_rank() == 0:
+            removals = [r for f in folders for r in plan_removals(f, meta.root, inputs, reads, args.overwrite)]
+            claim(folders, removals)
 
 
 def _run(comm, args: argparse.Namespace, log) -> None:
@@ -224,6 +269,8 @@ def _run(comm, args: argparse.Namespace, log) -> None:
         return
     with log.stage(comm, "validate"):
         meta = validate(comm, args.in_dir, full=args.command == "validate" and not args.quick)
+    if args.command in ("assign", "dispatch", "pipeline"):
+        _claim_output_folders(comm, args, meta)
     if args.command == "assign" or args.command == "pipeline":
         assign_dir = args.assign_dir if args.command == "assign" else (args.assign_dir or args.out_dir / "assignment")
         with log.stage(comm, "assign"):
