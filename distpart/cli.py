@@ -49,11 +49,17 @@ def _parser() -> argparse.ArgumentParser:
     common(a)
 
     for name, text in (("dispatch", "Step 2: build and write the partitions"),
-                       ("verify", "check an output against its input and assignment")):
+                       ("verify", "check an output against its input and assignment "
+                                  "(--quick OUT_DIR: against its manifest only)")):
         d = sub.add_parser(name, help=text)
-        d.add_argument("in_dir", type=Path)
-        d.add_argument("assign_dir", type=Path)
-        d.add_argument("out_dir", type=Path)
+        if name == "verify":
+            d.add_argument("dirs", type=Path, nargs="+", metavar="IN_DIR ASSIGN_DIR OUT_DIR")
+            d.add_argument("--quick", action="store_true",
+                           help="check sizes and checksums against OUT_DIR's manifest; no input needed")
+        else:
+            d.add_argument("in_dir", type=Path)
+            d.add_argument("assign_dir", type=Path)
+            d.add_argument("out_dir", type=Path)
         d.add_argument("--num-parts", type=int, help="only needed when the assignment has no partition_meta.json")
         if name == "dispatch":
             overwrite_option(d)
@@ -109,7 +115,10 @@ def method_options(sp: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command == "verify":
+        _verify_dirs(parser, args)
     if args.command == "launch":
         from .launch import launch_main
         return launch_main(args)
@@ -155,6 +164,18 @@ def main(argv: Optional[List[str]] = None) -> int:
     finally:
         progress.close()
     return 0
+
+
+def _verify_dirs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """`verify IN ASSIGN OUT`, or `verify --quick OUT` (IN and ASSIGN are not needed then)."""
+    dirs = args.dirs
+    if len(dirs) == 3:
+        args.in_dir, args.assign_dir, args.out_dir = dirs
+    elif len(dirs) == 1 and args.quick:
+        args.in_dir = args.assign_dir = None
+        args.out_dir = dirs[0]
+    else:
+        parser.error("verify takes IN_DIR ASSIGN_DIR OUT_DIR (or --quick OUT_DIR)")
 
 
 def _open_progress(is_root: bool, args: argparse.Namespace):
@@ -245,6 +266,14 @@ def _claim_output_folders(comm, args: argparse.Namespace, meta) -> None:
             claim(folders, removals)
 
 
+def _recorded_options(args: argparse.Namespace, assignment) -> dict:
+    """What the output depends on besides the input, for the manifest."""
+    keys = ("method", "seed", "balance_ntypes", "balance_edges", "balance_feature", "imbalance")
+    recorded = {k: getattr(args, k) for k in keys if hasattr(args, k)}
+    recorded.update(num_parts=assignment.num_parts, assignment=assignment.algo_name)
+    return recorded
+
+
 def _run(comm, args: argparse.Namespace, log) -> None:
     from .assignment import parmetis_assignment, random_assignment, read_assignment, write_assignment
     from .balance import BalanceOptions
@@ -267,6 +296,13 @@ def _run(comm, args: argparse.Namespace, log) -> None:
     if args.command == "report":
         report(comm, args.out_dir, args.balance_feature, args.json)
         return
+    if args.command == "verify" and args.quick:
+        from .verify import verify_quick
+        with log.stage(comm, "verify"):
+            summary = verify_quick(comm, args.out_dir)
+        if comm.Get_rank() == 0:
+            print(f"verify --quick: OK ({summary})", flush=True)
+        return
     with log.stage(comm, "validate"):
         meta = validate(comm, args.in_dir, full=args.command == "validate" and not args.quick)
     if args.command in ("assign", "dispatch", "pipeline"):
@@ -287,7 +323,8 @@ def _run(comm, args: argparse.Namespace, log) -> None:
             assignment = read_assignment(comm, meta, args.assign_dir, num_parts)
         check_layout(assignment.num_parts, comm.Get_size())
     if args.command in ("dispatch", "pipeline"):
-        dispatch(comm, meta, assignment, args.out_dir, max_bytes=max_bytes, log=log)
+        dispatch(comm, meta, assignment, args.out_dir, max_bytes=max_bytes, log=log,
+                 options=_recorded_options(args, assignment))
     if args.command == "verify" or (args.command == "pipeline" and args.verify):
         if args.command == "verify":
             with log.stage(comm, "read_assign"):

@@ -18,7 +18,7 @@ import os
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 from mpi4py import MPI
@@ -27,11 +27,12 @@ from .assignment import Assignment
 from .blocks import read_edge_block
 from .collective import StageLog, agreed
 from .dglformat import TensorDictWriter, to_storable, write_graph, write_tensor_dict
-from .errors import InputError
+from .errors import InputError, OutputError
 from .arrays import offsets
 from .exchange import DEFAULT_MAX_BYTES, allreduce_sum, exchange, exscan_sum, group_by_owner, lookup
 from .metadata import GraphMeta
-from .layout import CONFIG_FILE, PartitionLayout, check_layout, partition_config
+from .layout import CONFIG_FILE, PART_FILES, STAGED_SUFFIX, PartitionLayout, check_layout, partition_config
+from .manifest import MANIFEST_FILE, build_manifest, file_entry, input_fingerprint, write_manifest
 from .progress import Progress
 from .readers import FeatureSource
 from .relabel import local_graph, new_node_ids, range_starts, type_of
@@ -58,8 +59,12 @@ class _State:
 
 
 def dispatch(comm, meta: GraphMeta, assignment: Assignment, out_dir: Path, *,
-             max_bytes: int = DEFAULT_MAX_BYTES, log: Optional[StageLog] = None) -> dict:
-    """Build and write every partition; returns the partition config (all ranks). Collective."""
+             max_bytes: int = DEFAULT_MAX_BYTES, log: Optional[StageLog] = None,
+             options: Optional[Mapping[str, Any]] = None) -> dict:
+    """Build and write every partition; returns the partition config (all ranks). Collective.
+
+    `options` (what the run was asked to do) are recorded in the manifest.
+    """
     log = log or StageLog()
     progress = log.progress
     out_dir = Path(out_dir)
@@ -73,16 +78,16 @@ def dispatch(comm, meta: GraphMeta, assignment: Assignment, out_dir: Path, *,
     with ExitStack() as files:
         with log.stage(comm, "nodes"):
             nfeat_writers = {p: files.enter_context(TensorDictWriter(
-                out_dir / f"part{p}" / "node_feat.dgl", _count_feats(meta.node_data))) for p in mine}
+                _staged(out_dir, p, "node_feat.dgl"), _count_feats(meta.node_data))) for p in mine}
             orig_nids = _send_nodes(comm, meta, assignment, state, layout, nfeat_writers, max_bytes, progress)
         for p in mine:
-            write_tensor_dict(out_dir / f"part{p}" / "orig_nids.dgl", orig_nids[p])
+            write_tensor_dict(_staged(out_dir, p, "orig_nids.dgl"), orig_nids[p])
         del orig_nids
         with log.stage(comm, "edges"):
             _send_edges(comm, meta, assignment, state, layout, max_bytes, progress)
         with log.stage(comm, "edge_feats"):
             efeat_writers = {p: files.enter_context(TensorDictWriter(
-                out_dir / f"part{p}" / "edge_feat.dgl", _count_feats(meta.edge_data))) for p in mine}
+                _staged(out_dir, p, "edge_feat.dgl"), _count_feats(meta.edge_data))) for p in mine}
             _send_edge_features(comm, meta, state, layout, efeat_writers, max_bytes, progress)
     config = partition_config(meta, assignment, state.node_counts, state.edge_counts)
     with log.stage(comm, "write"):
@@ -90,12 +95,43 @@ def dispatch(comm, meta: GraphMeta, assignment: Assignment, out_dir: Path, *,
             for p in mine:
                 _write_partition(out_dir, p, meta, state)
                 progress.advance(1)
-        if comm.Get_rank() == 0:
-            tmp = out_dir / f".{CONFIG_FILE}.tmp"
-            tmp.write_text(json.dumps(config, indent=2) + "\n")
-            os.replace(tmp, out_dir / CONFIG_FILE)
-        comm.Barrier()
+        _publish(comm, out_dir, mine, meta, config, options or {})
     return config
+
+
+def _staged(out_dir: Path, p: int, name: str) -> Path:
+    """Where partition p's file `name` is written until the partition is complete."""
+    return out_dir / f"part{p}" / (name + STAGED_SUFFIX)
+
+
+def _publish(comm, out_dir: Path, mine: range, meta: GraphMeta, config: dict,
+             options: Mapping[str, Any]) -> None:
+    """Move each complete partition's files into place, then (rank 0) the manifest, then
+    metadata.json, so that a file under its final name is always whole and metadata.json
+    exists only when every partition does. Collective."""
+    with agreed(comm):
+        try:
+            entries = []
+            for p in mine:
+                for name in PART_FILES:
+                    final = out_dir / f"part{p}" / name
+                    os.replace(_staged(out_dir, p, name), final)
+                    entries.append(file_entry(out_dir, final))
+        except OSError as e:
+            raise OutputError(getattr(e, "filename", None) or out_dir,
+                              f"cannot finish writing the partition: {e.strerror}") from None
+    everyone = comm.gather(entries, root=0)  # a few names and sizes per partition
+    with agreed(comm):
+        if comm.Get_rank() == 0:
+            text = json.dumps(config, indent=2) + "\n"
+            try:
+                write_manifest(out_dir, build_manifest([e for rank in everyone for e in rank],
+                                                       input_fingerprint(meta), options, text))
+                tmp = out_dir / f".{CONFIG_FILE}.tmp"
+                tmp.write_text(text)
+                os.replace(tmp, out_dir / CONFIG_FILE)
+            except OSError as e:
+                raise OutputError(out_dir, f"cannot write the partition config: {e.strerror}") from None
 
 
 def _count_feats(groups) -> int:
@@ -103,12 +139,13 @@ def _count_feats(groups) -> int:
 
 
 def _prepare_output(comm, out_dir: Path, mine: range) -> None:
-    """Remove a stale metadata.json first: an interrupted rerun must not look complete."""
+    """Remove a stale metadata.json and manifest first: an interrupted rerun must not look complete."""
     with agreed(comm):
         try:
             if comm.Get_rank() == 0:
                 out_dir.mkdir(parents=True, exist_ok=True)
                 (out_dir / CONFIG_FILE).unlink(missing_ok=True)
+                (out_dir / MANIFEST_FILE).unlink(missing_ok=True)
         except OSError as e:
             raise InputError(out_dir, f"cannot prepare output folder: {e.strerror}") from None
     with agreed(comm):
@@ -335,9 +372,9 @@ def _write_partition(out_dir: Path, p: int, meta: GraphMeta, state: _State) -> N
     inner = np.zeros(len(node_ids), dtype=np.uint8)
     inner[: stop - first] = 1
     etypes = np.repeat(np.arange(len(meta.edge_types)), ecounts[p] if ecounts.size else []).astype(np.int32)
-    write_graph(out_dir / f"part{p}" / "graph.dgl", len(node_ids), local_src, local_dst,
+    write_graph(_staged(out_dir, p, "graph.dgl"), len(node_ids), local_src, local_dst,
                 ndata={"_ID": node_ids, "_TYPE": ntypes, "inner_node": inner},
                 edata={"_ID": np.arange(edge_first, edge_first + len(src), dtype=np.int64),
                        "_TYPE": etypes, "inner_edge": np.ones(len(src), dtype=np.uint8)})
-    write_tensor_dict(out_dir / f"part{p}" / "orig_eids.dgl",
+    write_tensor_dict(_staged(out_dir, p, "orig_eids.dgl"),
                       {et.name: edges[e].orig for e, et in enumerate(meta.edge_types)})

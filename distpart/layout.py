@@ -18,6 +18,9 @@ if TYPE_CHECKING:
     from .metadata import GraphMeta
 
 CONFIG_FILE = "metadata.json"
+# The files of one partition folder, and the suffix they carry until the partition is complete.
+PART_FILES = ("graph.dgl", "node_feat.dgl", "edge_feat.dgl", "orig_nids.dgl", "orig_eids.dgl")
+STAGED_SUFFIX = ".partial"
 
 
 @dataclass(frozen=True)

@@ -307,3 +307,17 @@ def _concat(arrays) -> np.ndarray:
 
 def _concat_rows(arrays) -> np.ndarray:
     return np.concatenate([np.asarray(a) for a in arrays]) if len(arrays) > 1 else np.asarray(arrays[0])
+
+
+def verify_quick(comm, out_dir: Path) -> str:
+    """Check every file of an output against its manifest (sizes and checksums), without
+    the input; ranks share the files. Collective."""
+    from .manifest import check_files, read_manifest
+    out_dir = Path(out_dir)
+    with agreed(comm):
+        files = sorted(read_manifest(out_dir)["files"].items())
+    rank, size = comm.Get_rank(), comm.Get_size()
+    with agreed(comm):
+        check_files(out_dir, files[rank::size])
+    total = sum(entry["size"] for _, entry in files)
+    return f"{len(files)} files, {total} bytes match the manifest"

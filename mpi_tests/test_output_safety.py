@@ -59,7 +59,8 @@ def test_rerun_needs_overwrite_and_removes_leftover_partitions(example_dir, tmp_
     (out / "notes.md").write_text("the user's")
     distpart(2, "pipeline", example_dir, out, "--num-parts", 2, "--method", "random", "--overwrite")
     names = sorted(p.name for p in out.iterdir() if not p.name.startswith("."))
-    assert names == ["assignment", "metadata.json", "notes.md", "part0", "part1", "report.json"]
+    assert names == ["assignment", "distpart-manifest.json", "metadata.json", "notes.md", "part0", "part1",
+                     "report.json"]
     assert json.loads((out / "metadata.json").read_text())["num_parts"] == 2
 
 

@@ -46,5 +46,9 @@ def test_killed_rank_stops_the_job(tmp_path):
     reader.join(timeout=10)
     assert proc.returncode != 0
     assert not (out / "metadata.json").exists()
+    # Partition files carry their final names only once complete: a killed run leaves only staged ones.
+    leftovers = [f.name for f in out.glob("part*/*")]
+    assert leftovers and all(name.endswith(".partial") for name in leftovers), leftovers
+    assert not (out / "distpart-manifest.json").exists()
     for p in psutil.Process().children(recursive=True):
         assert "distpart.cli" not in " ".join(p.cmdline()), "a rank outlived the job"
