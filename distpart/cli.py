@@ -305,6 +305,14 @@ def _run(comm, args: argparse.Namespace, log) -> None:
         return
     with log.stage(comm, "validate"):
         meta = validate(comm, args.in_dir, full=args.command == "validate" and not args.quick)
+    outside = meta.files_outside_root()
+    if outside and comm.Get_rank() == 0:
+        log.progress.note(f"{len(outside)} chunk file{' lies' if len(outside) == 1 else 's lie'} outside "
+                          f"{meta.root} (e.g. {outside[0]}); every rank must be able to read "
+                          f"{'it' if len(outside) == 1 else 'them'}")
+    if num_parts is not None and num_parts > sum(meta.node_counts):
+        raise InputError(None, f"the number of partitions ({num_parts}) is larger than the number of "
+                               f"nodes ({sum(meta.node_counts)}): some partitions would be empty")
     if args.command in ("assign", "dispatch", "pipeline"):
         _claim_output_folders(comm, args, meta)
     if args.command == "assign" or args.command == "pipeline":

@@ -113,6 +113,12 @@ class GraphMeta:
     def edge_features(self, etype: str) -> Mapping[str, ChunkFiles]:
         return self.edge_data.get(etype, {})
 
+    def files_outside_root(self) -> List[Path]:
+        """Data files that do not lie under metadata.json's folder (allowed; worth a note,
+        since every rank must see them too)."""
+        root = self.root.resolve()
+        return [p for _, p in self.all_files() if root not in Path(p).resolve().parents]
+
     def all_files(self) -> List[Tuple[str, Path]]:
         """Every data file named by the metadata, with the key that names it."""
         out: List[Tuple[str, Path]] = [(e.files.where, p) for e in self.edge_types for p in e.files.paths]

@@ -97,14 +97,17 @@ def format_status(state: TaskState, now: float) -> str:
 # ---------------------------------------------------------------- the reporter
 
 class Progress:
-    """Rank 0's progress reporter. A disabled instance (other ranks, `--quiet` without a
-    log file) accepts every call and prints nothing, so callers never test the rank."""
+    """Rank 0's progress reporter. A disabled instance (other ranks) accepts every call and
+    prints nothing, so callers never test the rank. With `--quiet` the stream is None:
+    progress goes only to the log file, notes still to stderr."""
 
     def __init__(self, enabled: bool = False, stream: Optional[TextIO] = None,
-                 log_file: Optional[TextIO] = None, *, min_gap: float = MIN_GAP_S,
-                 max_gap: float = MAX_GAP_S, clock: Callable[[], float] = time.monotonic) -> None:
-        self.enabled = enabled and (stream is not None or log_file is not None)
+                 log_file: Optional[TextIO] = None, *, notes: Optional[TextIO] = None,
+                 min_gap: float = MIN_GAP_S, max_gap: float = MAX_GAP_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.enabled = enabled
         self._stream, self._log_file = stream, log_file
+        self._notes = notes if notes is not None else stream   # notes are shown even when quiet
         self._min_gap, self._max_gap, self._clock = min_gap, max_gap, clock
         self._t0 = clock()
         self._lock = threading.Lock()
@@ -131,6 +134,15 @@ class Progress:
             if out is not None:
                 out.write(line)
                 out.flush()
+
+    def note(self, text: str) -> None:
+        """A line the user must see even with --quiet (a warning about the input, say)."""
+        if not self.enabled:
+            return
+        line = f"distpart [{format_duration(self._clock() - self._t0):>6}] note: {text}\n"
+        for out in {id(o): o for o in (self._notes, self._log_file) if o is not None}.values():
+            out.write(line)
+            out.flush()
 
     # -- stages and tasks
 
@@ -230,4 +242,5 @@ def open_progress(is_root: bool, quiet: bool, log_path: Optional[str],
     if not is_root:
         return Progress.off()
     log_file = open(log_path, "a", encoding="utf-8") if log_path else None
-    return Progress(True, None if quiet else sys.stderr, log_file, min_gap=max_gap / 2, max_gap=max_gap)
+    return Progress(True, None if quiet else sys.stderr, log_file, notes=sys.stderr,
+                    min_gap=max_gap / 2, max_gap=max_gap)
