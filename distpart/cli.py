@@ -63,6 +63,7 @@ def _parser() -> argparse.ArgumentParser:
         d.add_argument("--num-parts", type=int, help="only needed when the assignment has no partition_meta.json")
         if name == "dispatch":
             overwrite_option(d)
+            guard_options(d)
         common(d)
 
     q = sub.add_parser("pipeline", help="validate, assign, dispatch and verify in one run")
@@ -73,6 +74,7 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("--assign-dir", type=Path, help="where Step 1 writes (default OUT_DIR/assignment)")
     q.add_argument("--no-verify", dest="verify", action="store_false")
     overwrite_option(q)
+    guard_options(q)
     common(q)
 
     r = sub.add_parser("report", help="edge cut, balance and halo sizes of an output")
@@ -101,6 +103,13 @@ def _parser() -> argparse.ArgumentParser:
 def overwrite_option(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--overwrite", action="store_true",
                     help="replace a previous distpart output in the folder (never files distpart did not write)")
+
+
+def guard_options(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("--max-memory-gb", type=float,
+                    help="refuse to start when dispatch's estimated peak memory per rank exceeds this")
+    sp.add_argument("--no-space-check", action="store_true",
+                    help="skip the check that the output file system has room for the estimated output")
 
 
 def method_options(sp: argparse.ArgumentParser) -> None:
@@ -243,6 +252,22 @@ def _run_serial(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_resources(comm, args: argparse.Namespace, meta, num_parts: Optional[int], progress) -> None:
+    """Refuse before any work when the output cannot fit or dispatch would exceed
+    --max-memory-gb (estimates from the metadata). Collective."""
+    from .collective import agreed
+    from .guards import check_memory, check_space, estimate_output_bytes, estimate_peak_rss, gib
+    with agreed(comm):
+        need = estimate_output_bytes(meta, num_parts or comm.Get_size())
+        rss = estimate_peak_rss(meta, comm.Get_size())
+        if comm.Get_rank() == 0:
+            progress.say(f"estimates: output about {gib(need)}, dispatch about {gib(rss)} per rank")
+            if not args.no_space_check:
+                check_space(args.out_dir, need)
+        if args.max_memory_gb is not None:
+            check_memory(rss, args.max_memory_gb)
+
+
 def _claim_output_folders(comm, args: argparse.Namespace, meta) -> None:
     """Refuse folders whose files distpart must not replace; clear a previous output with
     --overwrite; mark the folders as distpart's. Before the first write. Collective."""
@@ -313,6 +338,8 @@ def _run(comm, args: argparse.Namespace, log) -> None:
     if num_parts is not None and num_parts > sum(meta.node_counts):
         raise InputError(None, f"the number of partitions ({num_parts}) is larger than the number of "
                                f"nodes ({sum(meta.node_counts)}): some partitions would be empty")
+    if args.command in ("dispatch", "pipeline"):
+        _check_resources(comm, args, meta, num_parts, log.progress)
     if args.command in ("assign", "dispatch", "pipeline"):
         _claim_output_folders(comm, args, meta)
     if args.command == "assign" or args.command == "pipeline":

@@ -27,7 +27,8 @@ from .assignment import Assignment
 from .blocks import read_edge_block
 from .collective import StageLog, agreed
 from .dglformat import TensorDictWriter, to_storable, write_graph, write_tensor_dict
-from .errors import InputError, OutputError
+from .errors import InputError
+from .guards import writing
 from .arrays import offsets
 from .exchange import DEFAULT_MAX_BYTES, allreduce_sum, exchange, exscan_sum, group_by_owner, lookup
 from .metadata import GraphMeta
@@ -77,23 +78,30 @@ def dispatch(comm, meta: GraphMeta, assignment: Assignment, out_dir: Path, *,
         state = _relabel_nodes(comm, meta, assignment)
     with ExitStack() as files:
         with log.stage(comm, "nodes"):
-            nfeat_writers = {p: files.enter_context(TensorDictWriter(
-                _staged(out_dir, p, "node_feat.dgl"), _count_feats(meta.node_data))) for p in mine}
+            with agreed(comm), writing(out_dir):
+                nfeat_writers = {p: files.enter_context(TensorDictWriter(
+                    _staged(out_dir, p, "node_feat.dgl"), _count_feats(meta.node_data))) for p in mine}
             orig_nids = _send_nodes(comm, meta, assignment, state, layout, nfeat_writers, max_bytes, progress)
-        for p in mine:
-            write_tensor_dict(_staged(out_dir, p, "orig_nids.dgl"), orig_nids[p])
+        with agreed(comm), writing(out_dir):
+            for p in mine:
+                write_tensor_dict(_staged(out_dir, p, "orig_nids.dgl"), orig_nids[p])
         del orig_nids
         with log.stage(comm, "edges"):
             _send_edges(comm, meta, assignment, state, layout, max_bytes, progress)
         with log.stage(comm, "edge_feats"):
-            efeat_writers = {p: files.enter_context(TensorDictWriter(
-                _staged(out_dir, p, "edge_feat.dgl"), _count_feats(meta.edge_data))) for p in mine}
+            with agreed(comm), writing(out_dir):
+                efeat_writers = {p: files.enter_context(TensorDictWriter(
+                    _staged(out_dir, p, "edge_feat.dgl"), _count_feats(meta.edge_data))) for p in mine}
             _send_edge_features(comm, meta, state, layout, efeat_writers, max_bytes, progress)
+        # Closing flushes the last bytes, which can fail on a full disk: agree on it.
+        with agreed(comm), writing(out_dir):
+            files.close()
     config = partition_config(meta, assignment, state.node_counts, state.edge_counts)
     with log.stage(comm, "write"):
         with agreed(comm), progress.task("partitions", len(mine), "partitions"):
             for p in mine:
-                _write_partition(out_dir, p, meta, state)
+                with writing(out_dir / f"part{p}"):
+                    _write_partition(out_dir, p, meta, state)
                 progress.advance(1)
         _publish(comm, out_dir, mine, meta, config, options or {})
     return config
@@ -109,29 +117,22 @@ def _publish(comm, out_dir: Path, mine: range, meta: GraphMeta, config: dict,
     """Move each complete partition's files into place, then (rank 0) the manifest, then
     metadata.json, so that a file under its final name is always whole and metadata.json
     exists only when every partition does. Collective."""
-    with agreed(comm):
-        try:
-            entries = []
-            for p in mine:
-                for name in PART_FILES:
-                    final = out_dir / f"part{p}" / name
-                    os.replace(_staged(out_dir, p, name), final)
-                    entries.append(file_entry(out_dir, final))
-        except OSError as e:
-            raise OutputError(getattr(e, "filename", None) or out_dir,
-                              f"cannot finish writing the partition: {e.strerror}") from None
+    with agreed(comm), writing(out_dir):
+        entries = []
+        for p in mine:
+            for name in PART_FILES:
+                final = out_dir / f"part{p}" / name
+                os.replace(_staged(out_dir, p, name), final)
+                entries.append(file_entry(out_dir, final))
     everyone = comm.gather(entries, root=0)  # a few names and sizes per partition
-    with agreed(comm):
+    with agreed(comm), writing(out_dir):
         if comm.Get_rank() == 0:
             text = json.dumps(config, indent=2) + "\n"
-            try:
-                write_manifest(out_dir, build_manifest([e for rank in everyone for e in rank],
-                                                       input_fingerprint(meta), options, text))
-                tmp = out_dir / f".{CONFIG_FILE}.tmp"
-                tmp.write_text(text)
-                os.replace(tmp, out_dir / CONFIG_FILE)
-            except OSError as e:
-                raise OutputError(out_dir, f"cannot write the partition config: {e.strerror}") from None
+            write_manifest(out_dir, build_manifest([e for rank in everyone for e in rank],
+                                                   input_fingerprint(meta), options, text))
+            tmp = out_dir / f".{CONFIG_FILE}.tmp"
+            tmp.write_text(text)
+            os.replace(tmp, out_dir / CONFIG_FILE)
 
 
 def _count_feats(groups) -> int:
@@ -251,7 +252,8 @@ def _add_feature(comm, writers: Dict[int, TensorDictWriter], outs: Dict[int, np.
                  key: str, where: str) -> None:
     with agreed(comm):
         for p, arr in outs.items():
-            writers[p].add(key, to_storable(arr, f"{where} ({key})"))
+            with writing(writers[p].path):
+                writers[p].add(key, to_storable(arr, f"{where} ({key})"))
 
 
 # ---------------------------------------------------------------- 3. edges

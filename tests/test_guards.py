@@ -1,0 +1,49 @@
+"""Output-size and memory estimates, and disk errors turned into clear messages (no MPI)."""
+import errno
+import os
+
+import pytest
+
+from distpart.errors import InputError, OutputError
+from distpart.guards import check_memory, check_space, estimate_output_bytes, estimate_peak_rss, gib, writing
+from distpart.metadata import load_metadata
+
+
+@pytest.fixture(scope="module")
+def example(tmp_path_factory):
+    from distpart.synthetic import example_graph
+    return load_metadata(example_graph(tmp_path_factory.mktemp("ex") / "g"))
+
+
+def test_gib():
+    assert [gib(n) for n in (12, 2048, 5 << 20, 3 << 30)] == ["12 B", "2 KiB", "5 MiB", "3 GiB"]
+
+
+def test_output_estimate_is_close_to_a_real_output(example, tmp_path):
+    # The example partitioned by a test elsewhere: 4 partitions of it weigh about 0.67 MB.
+    est = estimate_output_bytes(example, 4)
+    assert 0.5e6 < est < 1.0e6, est
+    assert estimate_output_bytes(example, 1) < est      # no halo with one partition
+
+
+def test_memory_estimate_scales_as_one_over_ranks(example):
+    one, four = estimate_peak_rss(example, 1), estimate_peak_rss(example, 4)
+    assert one > four > 150 << 20
+    with pytest.raises(InputError, match=r"dispatch needs about .* per rank but --max-memory-gb is 0.01"):
+        check_memory(one, 0.01)
+    check_memory(one, 64)
+
+
+def test_space_check_names_both_numbers(tmp_path):
+    check_space(tmp_path / "not" / "yet", 1)
+    with pytest.raises(InputError, match=r"the output needs about 1 TiB but its file system has .* free"):
+        check_space(tmp_path, 1 << 40)
+
+
+def test_writing_turns_disk_errors_into_output_errors(tmp_path):
+    with pytest.raises(OutputError, match="no space left on the output's file system"):
+        with writing(tmp_path / "f"):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(tmp_path / "f"))
+    with pytest.raises(OutputError, match="cannot write: Read-only file system"):
+        with writing(tmp_path / "f"):
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS))
