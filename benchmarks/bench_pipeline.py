@@ -5,6 +5,11 @@ the pipeline under mpiexec, prints the stage table and writes it as JSON.
 
     python benchmarks/bench_pipeline.py --ranks 2 --num-nodes 1000000 --num-edges 10000000
     python benchmarks/bench_pipeline.py --ranks 2 --example
+    python benchmarks/bench_pipeline.py --ranks 2 --num-nodes 2000000 --num-edges 20000000 --stages-apart
+
+Peak RSS is a per-process high-water mark, so in one `pipeline` process verify's column
+includes dispatch's peak. `--stages-apart` runs assign, dispatch and verify as separate
+jobs and prints each stage's own peak per rank, and dispatch's beside verify's.
 """
 from __future__ import annotations
 
@@ -35,6 +40,8 @@ def main(argv=None) -> int:
     ap.add_argument("--method", default="random", choices=["random", "parmetis"])
     ap.add_argument("--no-verify", action="store_true")
     ap.add_argument("--work-dir", type=Path, help="default: a temporary folder, removed afterwards")
+    ap.add_argument("--stages-apart", action="store_true",
+                    help="run assign, dispatch and verify as separate jobs (each stage's own peak RSS)")
     ap.add_argument("--json", type=Path, default=Path(__file__).parent / "results" / "pipeline.json")
     args = ap.parse_args(argv)
 
@@ -50,22 +57,39 @@ def main(argv=None) -> int:
             name, parts = f"homogeneous {args.num_nodes} nodes / {args.num_edges} edges ({args.format})", \
                 args.num_parts or args.ranks
         gen_s = time.perf_counter() - t0
-        stats_path = work / "stats.json"
-        cmd = [shutil.which("mpiexec") or "mpiexec", "-n", str(args.ranks), sys.executable, "-m", "distpart.cli",
-               "pipeline", str(meta.parent), str(work / "out"), "--num-parts", str(parts),
-               "--stats-json", str(stats_path), "--method", args.method] + (["--no-verify"] if args.no_verify else [])
         env = dict(os.environ, OMPI_MCA_rmaps_base_oversubscribe="1")
         if os.geteuid() == 0:
             env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        mpi = [shutil.which("mpiexec") or "mpiexec", "-n", str(args.ranks), sys.executable, "-m", "distpart.cli"]
+        if args.stages_apart:
+            jobs = [["assign", str(meta.parent), str(work / "assign"), "--num-parts", str(parts), "--method", args.method],
+                    ["dispatch", str(meta.parent), str(work / "assign"), str(work / "out")],
+                    ["verify", str(meta.parent), str(work / "assign"), str(work / "out")]]
+        else:
+            jobs = [["pipeline", str(meta.parent), str(work / "out"), "--num-parts", str(parts),
+                     "--method", args.method] + (["--no-verify"] if args.no_verify else [])]
         t0 = time.perf_counter()
-        subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
+        stats = {"ranks": args.ranks, "stages": []}
+        peaks = {}
+        for i, job in enumerate(jobs):
+            stats_path = work / f"stats{i}.json"
+            subprocess.run(mpi + job + ["--stats-json", str(stats_path), "--quiet"], check=True, env=env,
+                           stdout=subprocess.DEVNULL)
+            job_stats = json.loads(stats_path.read_text())
+            stats["stages"] += job_stats["stages"]
+            peaks[job[0]] = [max(row["peak_rss_mb"][r] for row in job_stats["stages"]) for r in range(args.ranks)]
         total_s = time.perf_counter() - t0
-        stats = json.loads(stats_path.read_text())
+        if args.stages_apart:
+            stats["peak_rss_mb_per_job"] = peaks
         result = {"graph": name, "method": args.method, "ranks": args.ranks, "num_parts": parts, "generate_s": round(gen_s, 2),
                   "mpiexec_wall_s": round(total_s, 2), **stats}
         print(f"{name}: {args.method}, {args.ranks} ranks, {parts} partitions; mpiexec wall {total_s:.2f} s "
               f"(input generated in {gen_s:.1f} s)")
         print(format_stage_table(stats))
+        if args.stages_apart:
+            d, v = peaks["dispatch"], peaks["verify"]
+            print(f"peak RSS per rank (MB): dispatch {d}, verify {v}; verify within dispatch's: "
+                  f"{'yes' if all(a <= b for a, b in zip(v, d)) else 'NO'}")
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(result, indent=2) + "\n")
         print(f"written {args.json}")

@@ -78,6 +78,10 @@ def alltoallv_grouped(comm, columns: Sequence[np.ndarray], send_counts: np.ndarr
     of every column (or that slice itself when `order` is None).
 
     Returns (received columns, receive counts per source rank). Collective.
+
+    If `columns` is a list, each entry is set to None once sent: a caller that passes the
+    only references (`exchange(comm, owner, [a, b])` after `del a, b`) gets each input
+    freed while the outputs fill, instead of holding inputs and outputs at once.
     """
     from mpi4py import MPI
 
@@ -94,19 +98,33 @@ def alltoallv_grouped(comm, columns: Sequence[np.ndarray], send_counts: np.ndarr
     for j in range(rounds):
         s_lo, s_hi = send_counts * j // rounds, send_counts * (j + 1) // rounds
         r_lo, r_hi = recv_counts * j // rounds, recv_counts * (j + 1) // rounds
-        take = concat_ranges(sdispl + s_lo, s_hi - s_lo)
-        if order is not None:
-            take = order[take]
-        place = concat_ranges(rdispl + r_lo, r_hi - r_lo)
-        for col, out in zip(columns, outs):
+        # In one round every row goes and arrives in order: no index arrays, and rows are
+        # received straight into the output (this is the common case and the memory peak).
+        whole = rounds == 1
+        if whole:
+            take = order
+        else:
+            take = concat_ranges(sdispl + s_lo, s_hi - s_lo)
+            if order is not None:
+                take = order[take]
+            place = concat_ranges(rdispl + r_lo, r_hi - r_lo)
+        for c, out in enumerate(outs):
+            col = columns[c]
             rb = _row_bytes(col)
-            send = np.ascontiguousarray(col[take]).reshape(-1).view(np.uint8)
-            recv = np.empty((len(place), *col.shape[1:]), dtype=col.dtype)
+            rows = col if take is None else col[take]
+            send = np.ascontiguousarray(rows).reshape(-1).view(np.uint8)
+            del rows
+            recv = out if whole else np.empty((len(place), *col.shape[1:]), dtype=col.dtype)
             rview = recv.reshape(-1).view(np.uint8)
             sc, rc = (s_hi - s_lo) * rb, (r_hi - r_lo) * rb
             comm.Alltoallv([send, (sc.tolist(), exclusive_cumsum(sc).tolist()), MPI.BYTE],
                            [rview, (rc.tolist(), exclusive_cumsum(rc).tolist()), MPI.BYTE])
-            out[place] = recv
+            del send
+            if not whole:
+                out[place] = recv
+            if whole and isinstance(columns, list):
+                columns[c] = None
+            del col
     return outs, recv_counts
 
 
@@ -144,9 +162,12 @@ def lookup(comm, keys: np.ndarray, bounds: np.ndarray, table: np.ndarray,
     keys = np.asarray(keys, dtype=np.int64)
     owner = np.searchsorted(bounds, keys, side="right") - 1
     order, counts = group_by_owner(owner, comm.Get_size())
+    del owner  # each temporary is dropped as soon as the next exists: lookups run on big arrays
     (queries,), recv_counts = alltoallv_grouped(comm, [keys], counts, order, max_bytes)
-    answers = table[queries - bounds[comm.Get_rank()]]
-    (back,), _ = alltoallv_grouped(comm, [answers], recv_counts, None, max_bytes)
+    queries -= bounds[comm.Get_rank()]
+    answers = [table[queries]]
+    del queries
+    (back,), _ = alltoallv_grouped(comm, answers, recv_counts, None, max_bytes)
     result = np.empty((len(keys), *table.shape[1:]), dtype=table.dtype)
     result[order] = back
     return result

@@ -36,11 +36,10 @@ from .relabel import range_starts, type_of
 class _Part:
     """One partition as loaded for checking."""
 
-    node_ids: np.ndarray     # new ID of each local node
-    src: np.ndarray          # new IDs of each edge's endpoints
-    dst: np.ndarray
-    edge_ids: np.ndarray     # new edge IDs
-    edge_types: np.ndarray
+    # Per edge type: (orig edge ID, new source ID, new destination ID) of each kept edge.
+    # Only these claims are kept from graph.dgl, and each is dropped once checked, so the
+    # check holds 24 bytes per edge instead of the whole graph.
+    edge_claims: Dict[int, Tuple[np.ndarray, np.ndarray, np.ndarray]]
     orig_nids: Dict[str, np.ndarray]
     orig_eids: Dict[str, np.ndarray]
     node_feats: Dict[str, np.ndarray]
@@ -74,9 +73,8 @@ def verify(comm, meta: GraphMeta, assignment: Assignment, out_dir: Path, *,
             new_of_orig[ntype] = _check_nodes(comm, meta, assignment, parts, t, node_starts, node_counts,
                                               max_bytes)
             progress.advance(node_items[t])
-        edge_starts = range_starts(edge_counts)
         for e, etype in enumerate(meta.edge_types):
-            _check_edges(comm, meta, assignment, parts, e, edge_starts, new_of_orig, max_bytes, progress)
+            _check_edges(comm, meta, assignment, parts, e, new_of_orig, max_bytes, progress)
             progress.advance(edge_items[e] - -(-etype.count // size) * 0.5)
     nfeat = sum(len(f) for f in meta.node_data.values()) + sum(len(f) for f in meta.edge_data.values())
     return (f"{assignment.num_parts} partitions, {int(node_counts.sum())} nodes, "
@@ -168,7 +166,24 @@ def _load_part(out_dir: Path, config: dict, p: int, meta: GraphMeta,
         for f, cf in meta.edge_features(et.name).items():
             _expect_rows(out_dir / files["edge_feats"], edge_feats, f"{et.name}/{f}", edge_counts[p, e],
                          _stored_form(cf))
-    return _Part(nid, nid[g.src], nid[g.dst], eid, etype, orig_nids, orig_eids, node_feats, edge_feats)
+    claims = _edge_claims(g, nid, eid, etype, orig_eids, meta, range_starts(edge_counts)[p])
+    # orig_eids orders the edge feature rows; types without features need only the claims.
+    kept = {et.name: orig_eids[et.name] for et in meta.edge_types if meta.edge_features(et.name)}
+    return _Part(claims, orig_nids, kept, node_feats, edge_feats)
+
+
+def _edge_claims(g, nid: np.ndarray, eid: np.ndarray, etype: np.ndarray, orig_eids: Dict[str, np.ndarray],
+                 meta: GraphMeta, starts: np.ndarray) -> Dict[int, Tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """(orig ID, new src, new dst) per edge type, from a checked partition graph."""
+    src, dst = nid[g.src], nid[g.dst]
+    claims = {}
+    for e, et in enumerate(meta.edge_types):
+        if len(etype) and (etype == e).all():   # one edge type: no copies
+            claims[e] = (orig_eids[et.name][eid - starts[e]], src, dst)
+            continue
+        sel = np.flatnonzero(etype == e)
+        claims[e] = (orig_eids[et.name][eid[sel] - starts[e]], src[sel], dst[sel])
+    return claims
 
 
 def _stored_form(files) -> Tuple[np.dtype, Tuple[int, ...]]:
@@ -223,7 +238,8 @@ def _check_nodes(comm, meta: GraphMeta, assignment: Assignment, parts: Dict[int,
         table[local] = new_r
     for fname, files in meta.node_features(ntype).items():
         key = f"{ntype}/{fname}"
-        rows = _concat_rows([parts[p].node_feats[key] for p in parts])
+        # Popped: the memory-mapped rows leave RSS once checked (unmapped with the array).
+        rows = _concat_rows([parts[p].node_feats.pop(key) for p in parts])
         _compare_feature(comm, FeatureSource(files), block.start, len(block.parts), block.bounds,
                          orig, rows, key, max_bytes)
     return table
@@ -232,38 +248,55 @@ def _check_nodes(comm, meta: GraphMeta, assignment: Assignment, parts: Dict[int,
 # ---------------------------------------------------------------- edges
 
 def _check_edges(comm, meta: GraphMeta, assignment: Assignment, parts: Dict[int, _Part], e: int,
-                 edge_starts: np.ndarray, new_of_orig: Dict[str, np.ndarray], max_bytes: int,
+                 new_of_orig: Dict[str, np.ndarray], max_bytes: int,
                  progress: Progress) -> None:
     etype = meta.edge_types[e]
     block = read_edge_block(comm, meta, etype, progress, 0.5)
     bounds = rank_bounds(comm, block.start, etype.count)
-    claims = []
-    for p, part in parts.items():
-        sel = part.edge_types == e
-        orig_of_new = part.orig_eids[etype.name]
-        claims.append((orig_of_new[part.edge_ids[sel] - edge_starts[p, e]], part.src[sel], part.dst[sel]))
-    orig = _concat([c[0] for c in claims])
+    orig, src, dst = _take_claims(parts, e)
     with agreed(comm):
         _in_range(orig, etype.count, f"orig_eids['{etype.name}']")
     owner = np.searchsorted(bounds, orig, side="right") - 1
-    (orig_r, src_r, dst_r), _ = exchange(comm, owner, [orig, _concat([c[1] for c in claims]),
-                                                       _concat([c[2] for c in claims])], max_bytes)
-    want_src = lookup(comm, block.src, assignment.blocks[etype.src].bounds, new_of_orig[etype.src], max_bytes)
-    want_dst = lookup(comm, block.dst, assignment.blocks[etype.dst].bounds, new_of_orig[etype.dst], max_bytes)
+    columns = [orig, src, dst]
+    del orig, src, dst  # the exchange frees each column once sent
+    (local, src_r, dst_r), _ = exchange(comm, owner, columns, max_bytes)
+    del owner
+    local -= block.start
     with agreed(comm):
-        local = orig_r - block.start
         _exactly_once(local, len(block.src), block.start, f"edge {{}} of type '{etype.name}' is kept {{}} times")
-        wrong = np.flatnonzero((want_src[local] != src_r) | (want_dst[local] != dst_r))
+    # One endpoint at a time, each lookup freed before the next.
+    want = lookup(comm, block.dst, assignment.blocks[etype.dst].bounds, new_of_orig[etype.dst], max_bytes)
+    bad = want[local] != dst_r
+    del want, dst_r
+    want = lookup(comm, block.src, assignment.blocks[etype.src].bounds, new_of_orig[etype.src], max_bytes)
+    bad |= want[local] != src_r
+    del want, src_r
+    with agreed(comm):
+        wrong = np.flatnonzero(bad)
         if len(wrong):
-            i = int(orig_r[wrong[0]])
+            i = int(local[wrong[0]]) + block.start
             raise OutputError(None, f"edge {i} of type '{etype.name}' connects the wrong nodes "
                                     f"(input {int(block.src[i - block.start])} -> {int(block.dst[i - block.start])})")
     for fname, files in meta.edge_features(etype.name).items():
         key = f"{etype.name}/{fname}"
-        rows = _concat_rows([parts[p].edge_feats[key] for p in parts])
+        rows = _concat_rows([parts[p].edge_feats.pop(key) for p in parts])
         orig_all = _concat([parts[p].orig_eids[etype.name] for p in parts])
         _compare_feature(comm, FeatureSource(files), block.start, len(block.src), bounds,
                          orig_all, rows, key, max_bytes)
+    for part in parts.values():
+        part.orig_eids.pop(etype.name, None)
+
+
+def _take_claims(parts: Dict[int, "_Part"], e: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """This rank's claims for edge type e as three columns, removed from the partitions
+    (a column's pieces are released as soon as it is concatenated)."""
+    pieces = [list(part.edge_claims.pop(e)) for part in parts.values()]
+    columns = []
+    for j in range(3):
+        columns.append(_concat([piece[j] for piece in pieces]))
+        for piece in pieces:
+            piece[j] = None
+    return columns[0], columns[1], columns[2]
 
 
 # ---------------------------------------------------------------- features
