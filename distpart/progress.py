@@ -34,6 +34,8 @@ def format_count(n: float) -> str:
     for div, suffix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
         if abs(n) >= div:
             return f"{n / div:.1f}{suffix}"
+    if n != int(n) and abs(n) < 10:
+        return f"{n:.2g}"   # slow rates, e.g. 0.25 partitions/s
     return f"{n:.0f}"
 
 

@@ -15,7 +15,7 @@ class Clock:
         return self.t
 
 
-@pytest.mark.parametrize("n, text", [(0, "0"), (999, "999"), (1500, "1.5k"), (12_345_678, "12.3M"),
+@pytest.mark.parametrize("n, text", [(0, "0"), (0.25, "0.25"), (999, "999"), (1500, "1.5k"), (12_345_678, "12.3M"),
                                      (2.5e9, "2.5G")])
 def test_format_count(n, text):
     assert format_count(n) == text
