@@ -26,7 +26,7 @@ from typing import Dict, Iterator, List, Optional, Sequence
 
 import pytest
 
-from conftest import mpi_env
+from conftest import Run, mpi_env, run_bounded
 
 
 _SERIAL = itertools.count()  # clusters made by this test process get distinct names and subnets
@@ -48,18 +48,10 @@ class Host:
         inner = f'hostname {self.name} && exec "$@"'
         return ["ip", "netns", "exec", self.netns, "unshare", "--uts", "sh", "-c", inner, "sh", *map(str, argv)]
 
-    def run(self, argv: Sequence[str], env: Optional[Dict[str, str]] = None, timeout: float = 240,
-            cwd: Optional[Path] = None) -> subprocess.CompletedProcess:
+    def run(self, argv: Sequence, env: Optional[Dict[str, str]] = None, timeout: float = 240,
+            cwd: Optional[Path] = None) -> Run:
         """Run argv on this host with a hard timeout (the whole process group is killed)."""
-        proc = subprocess.Popen(self.command(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env=env, cwd=cwd, start_new_session=True)
-        try:
-            out, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            out, err = proc.communicate()
-            pytest.fail(f"timed out after {timeout}s on {self.name}: {' '.join(map(str, argv))}\n{out}\n{err}")
-        return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+        return run_bounded(self.command(argv), env, timeout, cwd)
 
 
 @dataclass

@@ -51,12 +51,13 @@ def mpi_command(nranks: int, argv: Sequence[str], script: Optional[Path] = None)
     return [mpiexec, "-n", str(nranks), sys.executable, *target, *map(str, argv)]
 
 
-def mpirun(nranks: int, argv: Sequence[str], timeout: float = DEFAULT_TIMEOUT,
-           script: Optional[Path] = None) -> Run:
-    """Run distpart (or a test script) on nranks ranks; fail the test on timeout."""
-    cmd = mpi_command(nranks, argv, script)
+def run_bounded(cmd: Sequence, env: Optional[dict] = None, timeout: float = DEFAULT_TIMEOUT,
+                cwd: Optional[Path] = None) -> Run:
+    """Run cmd in its own process group; on timeout kill the whole group and fail the test,
+    so a deadlock (or a launcher waiting on a dead host) never hangs the suite."""
+    cmd = [str(c) for c in cmd]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=mpi_env(), start_new_session=True)
+                            env=env if env is not None else mpi_env(), cwd=cwd, start_new_session=True)
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -64,6 +65,12 @@ def mpirun(nranks: int, argv: Sequence[str], timeout: float = DEFAULT_TIMEOUT,
         out, err = proc.communicate()
         pytest.fail(f"timed out after {timeout}s (deadlock?): {' '.join(cmd)}\n{out}\n{err}")
     return Run(proc.returncode, out, err)
+
+
+def mpirun(nranks: int, argv: Sequence[str], timeout: float = DEFAULT_TIMEOUT,
+           script: Optional[Path] = None) -> Run:
+    """Run distpart (or a test script) on nranks ranks; fail the test on timeout."""
+    return run_bounded(mpi_command(nranks, argv, script), mpi_env(), timeout)
 
 
 def run_driver(name: str, nranks: int, timeout: float = 120) -> Run:

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -37,7 +36,7 @@ from typing import Dict, List, Sequence
 
 import pytest
 
-from conftest import Run, distpart, mpi_env
+from conftest import Run, distpart, mpi_env, run_bounded
 from reference import tree_bytes
 
 TIMEOUT = 90  # seconds per mpiexec; each run here takes 1-5 s
@@ -87,16 +86,7 @@ def mpich_env(tmp_path_factory) -> Dict[str, str]:
 
 def run_mpich(nranks: int, command: Sequence[str], env: Dict[str, str], timeout: float = TIMEOUT) -> Run:
     """`mpiexec.mpich -n R command...`, killed (whole process group) and failed on timeout."""
-    cmd = [HYDRA, "-n", str(nranks), *map(str, command)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env, start_new_session=True)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
-        pytest.fail(f"timed out after {timeout}s (hang?): {' '.join(cmd)}\n{out}\n{err}")
-    return Run(proc.returncode, out, err)
+    return run_bounded([HYDRA, "-n", nranks, *command], env, timeout)
 
 
 def distpart_mpich(nranks: int, argv: Sequence, env: Dict[str, str], status_dir: Path) -> Run:

@@ -56,7 +56,7 @@ def test_cli(tmp_path):
 import argparse  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from distpart.launch import (LaunchPlan, add_launch_arguments, detect_flavor, is_local,  # noqa: E402
+from distpart.launch import (add_launch_arguments, detect_flavor, is_local,  # noqa: E402
                              job_argv, plan_from_args, read_hostfile, remote_shell)
 
 OPENMPI_VERSION = "mpiexec (OpenRTE) 4.1.4\n\nReport bugs to http://www.open-mpi.org/community/help/\n"
