@@ -1,15 +1,19 @@
 """Starting a distpart job across machines: DGL's ip_config.txt or a hostfile -> mpiexec.
 
 DGL's tools take a job's machines from `ip_config.txt` (one machine per line, `IP [PORT]
-[more columns]`); batch systems hand out node lists (`$PBS_NODEFILE`, one line per slot);
-mpiexec wants a hostfile in its own dialect (Open MPI `host slots=N`, MPICH/Hydra
+[more columns]`, e.g. the DGL operator's `ip port workers podname gpus`); batch systems hand
+out node lists (`$PBS_NODEFILE` and `scontrol show hostnames`: one host per line, a line per
+slot); mpiexec wants a hostfile in its own dialect (Open MPI `host slots=N`, MPICH/Hydra
 `host:N`). `distpart launch` reads any of these, detects the site's MPI from
-`mpiexec --version`, writes the hostfile for it, checks that every remote host answers
-over ssh (so an unreachable node is named at once instead of hanging mpiexec), and starts
-the job with what remote ranks need: PATH and the virtualenv (a remote ssh session does not
-have them), and the network interface MPI must use.
+`mpiexec --version`, writes the hostfile for it, checks that every remote host answers over
+the remote shell mpiexec will use (so an unreachable node is named at once instead of
+hanging mpiexec) and has this virtualenv's interpreter, and starts the job with what remote
+ranks need: PATH and the virtualenv variables (a non-interactive ssh session has neither),
+the interpreter by absolute path, and the network interface MPI must use (issue 10: Open MPI
+hangs on a node with a second, unroutable network unless told which one to use).
 
-The parsing and command building are pure functions; `launch_main` runs them.
+The parsing and command building are pure functions, unit-tested without MPI or ssh;
+`launch_main` runs them.
 """
 from __future__ import annotations
 
@@ -31,16 +35,24 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 from .errors import InputError
 
 FLAVORS = ("openmpi", "mpich")
-# Variables remote ranks need to find the same Python, venv and libraries as the launcher.
+# Variables remote ranks need to find the same Python, venv and libraries as the launcher
+# (forwarded only when set). The MPI4PY_*/PARMETIS_* ones select the MPI ABI and a site
+# ParMETIS (see README); a rank that misses them would load a different library.
 FORWARDED_ENV = ("PATH", "VIRTUAL_ENV", "PYTHONPATH", "LD_LIBRARY_PATH", "MPI4PY_MPIABI", "MPI4PY_LIBMPI",
                  "PARMETIS_LIB", "PARMETIS_IDXWIDTH", "PARMETIS_REALWIDTH")
-SSH_TIMEOUT_S = 10
+SSH_TIMEOUT_S = 10          # ssh's ConnectTimeout per host; all hosts are probed in parallel
+PROBE_SLACK_S = 10          # on top of that for authentication and the remote `test`
+MAX_PROBES = 64             # parallel ssh processes at most
+# What a remote host prints when it has (or lacks) our interpreter; anything else means the
+# remote shell itself failed (works for ssh and for agents such as the MPI Operator's kubexec.sh).
+_PY_OK, _PY_MISSING = "distpart-python-ok", "distpart-python-missing"
 
 
 # ---------------------------------------------------------------- host lists
 
 def read_ip_config(path: "str | Path") -> List[str]:
-    """Hosts of a DGL ip_config.txt in order, one per line (port and further columns ignored)."""
+    """Hosts of a DGL ip_config.txt in order, one per line. A second column must be a port
+    (so a hostfile given by mistake is caught); further columns are ignored."""
     path = Path(path)
     try:
         lines = path.read_text().splitlines()
@@ -60,8 +72,9 @@ def read_ip_config(path: "str | Path") -> List[str]:
 
 
 def read_hostfile(path: "str | Path") -> List[Tuple[str, int]]:
-    """(host, slots) in order from an Open MPI (`host slots=N`), MPICH (`host:N`) or plain
-    (`host` per line; repeats add a slot, as in $PBS_NODEFILE) hostfile."""
+    """(host, slots) in order of first mention from an Open MPI (`host slots=N [max_slots=M]`),
+    MPICH (`host:N`) or plain (`host` per line) hostfile. Every mention adds its slots, so
+    $PBS_NODEFILE (one line per slot) gives each node its count."""
     path = Path(path)
     try:
         lines = path.read_text().splitlines()
@@ -73,17 +86,19 @@ def read_hostfile(path: "str | Path") -> List[Tuple[str, int]]:
         if not fields:
             continue
         host, n = fields[0], 1
-        if ":" in host and host.count(":") == 1:          # MPICH host:N (not an IPv6 address)
+        if host.count(":") == 1:          # MPICH host:N (an IPv6 address has several colons)
             host, _, count = host.partition(":")
             if not count.isdigit() or int(count) < 1:
                 raise InputError(path, f"line {i}: bad slot count in {fields[0]!r}")
             n = int(count)
         for field in fields[1:]:
             key, _, value = field.partition("=")
-            if key in ("slots", "cpu", "cpus") and value:
+            if key in ("slots", "cpu", "cpus") and value:      # max_slots etc. are Open MPI's business
                 if not value.isdigit() or int(value) < 1:
                     raise InputError(path, f"line {i}: bad slot count in {field!r}")
                 n = int(value)
+        if not host:
+            raise InputError(path, f"line {i}: no host name in {line.strip()!r}")
         slots[host] = slots.get(host, 0) + n
     if not slots:
         raise InputError(path, "names no machine")
@@ -91,11 +106,16 @@ def read_hostfile(path: "str | Path") -> List[Tuple[str, int]]:
 
 
 def host_slots(hosts: Sequence[str], slots: int) -> List[Tuple[str, int]]:
-    """Repeated hosts merged (order kept), `slots` each per mention."""
+    """Repeated hosts merged (order kept), `slots` each per mention (`distpart hostfile`)."""
     merged: Dict[str, int] = {}
     for h in hosts:
         merged[h] = merged.get(h, 0) + slots
     return list(merged.items())
+
+
+def distinct_hosts(hosts: Sequence[str], slots: int) -> List[Tuple[str, int]]:
+    """Each distinct host once (order kept) with `slots` (`--ranks-per-host`)."""
+    return [(h, slots) for h in dict.fromkeys(hosts)]
 
 
 def hostfile_text(hosts: List[str], slots: int, flavor: str = "openmpi") -> str:
@@ -106,6 +126,7 @@ def hostfile_text(hosts: List[str], slots: int, flavor: str = "openmpi") -> str:
 
 
 def format_hostfile(entries: Sequence[Tuple[str, int]], flavor: str) -> str:
+    """Open MPI's `host slots=N` or Hydra's `host:N`, one line per host."""
     if flavor not in FLAVORS:
         raise InputError(None, f"unknown MPI flavour {flavor!r}; expected one of {', '.join(FLAVORS)}")
     fmt = "{h} slots={n}" if flavor == "openmpi" else "{h}:{n}"
@@ -125,6 +146,31 @@ def detect_flavor(version_text: str) -> str:
                            f"nor MPICH/Hydra): {version_text.strip()[:200]!r}")
 
 
+def parse_ip_addr(text: str) -> Dict[str, List[str]]:
+    """{interface: [address/prefix, ...]} from `ip -o addr show` output."""
+    found: Dict[str, List[str]] = {}
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) >= 4 and fields[2] in ("inet", "inet6"):
+            found.setdefault(fields[1].split("@")[0], []).append(fields[3])
+    return found
+
+
+def hydra_interface(interface: str, local_addresses: Mapping[str, Sequence[str]]) -> str:
+    """Hydra's `-iface` takes an interface name only: a CIDR subnet becomes the name of this
+    machine's interface in it (which must then be the same on every node, as with -iface)."""
+    try:
+        net = ipaddress.ip_network(interface, strict=False)
+    except ValueError:
+        return interface                     # already a name such as ib0
+    for name, addrs in local_addresses.items():
+        for a in addrs:
+            if ipaddress.ip_interface(a).ip in net:
+                return name
+    raise InputError(None, f"--interface {interface}: MPICH's mpiexec needs an interface name (-iface), "
+                           "and no interface of this machine has an address in that subnet")
+
+
 @dataclass(frozen=True)
 class LaunchPlan:
     """Everything `mpiexec` is started with."""
@@ -136,6 +182,7 @@ class LaunchPlan:
     interface: Optional[str]
     forwarded: Tuple[str, ...]
     job: Tuple[str, ...]
+    hosts: Tuple[str, ...] = ()
 
     def argv(self) -> List[str]:
         cmd = [self.mpiexec]
@@ -144,6 +191,9 @@ class LaunchPlan:
             for var in self.forwarded:
                 cmd += ["-x", var]
             if self.interface:
+                # Both layers: oob carries mpiexec <-> orted wire-up, btl the ranks' messages.
+                # Either one trying an unroutable network hangs (issue 10). Both accept an
+                # interface name or a CIDR subnet.
                 cmd += ["--mca", "btl_tcp_if_include", self.interface,
                         "--mca", "oob_tcp_if_include", self.interface]
         else:
@@ -168,17 +218,42 @@ def job_argv(python: str, subcommand_args: Sequence[str]) -> Tuple[str, ...]:
     return (python, "-m", "distpart", *args)
 
 
+def plan_from_args(args: argparse.Namespace, env: Mapping[str, str], version_text: str,
+                   hostfile: Path, python: str,
+                   local_addresses: Optional[Mapping[str, Sequence[str]]] = None) -> Tuple[LaunchPlan, str]:
+    """(the plan, the hostfile text to write) for parsed `launch` arguments."""
+    if args.ranks_per_host is not None and args.ranks_per_host < 1:
+        raise InputError(None, f"--ranks-per-host must be at least 1, got {args.ranks_per_host}")
+    if args.ip_config is not None:
+        entries = distinct_hosts(read_ip_config(args.ip_config), args.ranks_per_host or 1)
+    else:
+        entries = read_hostfile(args.hostfile)
+        if args.ranks_per_host is not None:
+            entries = [(h, args.ranks_per_host) for h, _ in entries]
+    flavor = detect_flavor(version_text)
+    interface = args.interface
+    if interface and flavor == "mpich":
+        interface = hydra_interface(interface, local_addresses or {})
+    forwarded = tuple(v for v in FORWARDED_ENV if env.get(v))
+    plan = LaunchPlan(args.mpiexec, flavor, hostfile, sum(n for _, n in entries), interface,
+                      forwarded, job_argv(python, args.job), tuple(h for h, _ in entries))
+    return plan, format_hostfile(entries, flavor)
+
+
+# ---------------------------------------------------------------- reachability
+
 def is_local(host: str) -> bool:
-    """localhost, 127.x, this machine's name, or an address of one of its interfaces."""
-    if host in ("localhost", socket.gethostname(), socket.getfqdn()):
+    """localhost, 127.x, this machine's name, or an address of one of its interfaces
+    (mpiexec starts those ranks without ssh, so they need no check)."""
+    if host == "localhost" or host == socket.gethostname():
         return True
     try:
         addr = ipaddress.ip_address(host)
     except ValueError:
-        return False
+        return host == socket.getfqdn()      # last: it may ask DNS
     if addr.is_loopback:
         return True
-    try:  # binding to an address succeeds only when it is one of this host's
+    try:  # binding to an address succeeds only when it is one of this machine's
         family = socket.AF_INET6 if addr.version == 6 else socket.AF_INET
         with socket.socket(family, socket.SOCK_DGRAM) as s:
             s.bind((host, 0))
@@ -187,38 +262,66 @@ def is_local(host: str) -> bool:
         return False
 
 
-def remote_shell(env: Mapping[str, str]) -> List[str]:
-    """The remote shell Open MPI uses (OMPI_MCA_plm_rsh_agent, e.g. 'ssh -F cfg'), else ssh."""
-    agent = env.get("OMPI_MCA_plm_rsh_agent") or env.get("HYDRA_LAUNCHER_EXEC") or "ssh"
-    return shlex.split(agent.split(":")[0])
+def remote_shell(env: Mapping[str, str], flavor: str = "openmpi") -> List[str]:
+    """The remote shell mpiexec will use: Open MPI's OMPI_MCA_plm_rsh_agent (e.g. 'ssh -F cfg';
+    of alternatives 'a : b' the first) plus OMPI_MCA_plm_rsh_args; Hydra's HYDRA_LAUNCHER_EXEC;
+    else ssh."""
+    if flavor == "mpich":
+        return shlex.split(env.get("HYDRA_LAUNCHER_EXEC") or "ssh")
+    agent = (env.get("OMPI_MCA_plm_rsh_agent") or "ssh").split(":")[0].strip() or "ssh"
+    return shlex.split(agent) + shlex.split(env.get("OMPI_MCA_plm_rsh_args", ""))
 
 
-def check_reachable(hosts: Sequence[str], env: Mapping[str, str], timeout: int = SSH_TIMEOUT_S) -> None:
-    """InputError naming the first remote host that does not answer `ssh HOST true`."""
-    remote = [h for h in hosts if not is_local(h)]
+def probe_command(shell: Sequence[str], host: str, python: str, timeout: int) -> List[str]:
+    """`<shell> HOST test -x PYTHON && echo ok || echo missing`; for ssh also BatchMode (never
+    ask for a password: fail) and a connect timeout. Other agents (kubexec.sh) get no ssh options."""
+    cmd = list(shell)
+    if Path(cmd[0]).name == "ssh":
+        cmd += ["-o", "BatchMode=yes", "-o", f"ConnectTimeout={timeout}"]
+    remote = f"if test -x {shlex.quote(python)}; then echo {_PY_OK}; else echo {_PY_MISSING}; fi"
+    return cmd + [host, remote]
+
+
+def probe_verdict(host: str, python: str, returncode: Optional[int], stdout: str, stderr: str,
+                  waited: float) -> Optional[str]:
+    """None if the host is fine, else one line saying what is wrong with it."""
+    if returncode is None:
+        return f"cannot reach host {host}: no answer within {waited:.0f} s"
+    if _PY_OK in stdout:
+        return None
+    if _PY_MISSING in stdout:
+        return (f"host {host} has no {python} (the virtualenv must sit at the same path on every "
+                "node, e.g. on the shared file system)")
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    reason = lines[-1] if lines else f"exit status {returncode}"
+    return f"cannot reach host {host}: {reason}"
+
+
+def check_hosts(hosts: Sequence[str], env: Mapping[str, str], python: str, flavor: str = "openmpi",
+                timeout: int = SSH_TIMEOUT_S) -> None:
+    """InputError naming every remote host that does not answer over the remote shell or lacks
+    this interpreter; all probed in parallel, each bounded by `timeout` + PROBE_SLACK_S."""
+    remote = [h for h in dict.fromkeys(hosts) if not is_local(h)]
     if not remote:
         return
-    shell = remote_shell(env)
+    shell = remote_shell(env, flavor)
+    limit = timeout + PROBE_SLACK_S
 
     def probe(host: str) -> Optional[str]:
-        cmd = shell + ["-o", "BatchMode=yes", "-o", f"ConnectTimeout={timeout}", host, "true"]
         try:
-            done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout + 5,
-                                  stdin=subprocess.DEVNULL)
+            done = subprocess.run(probe_command(shell, host, python, timeout), capture_output=True, text=True,
+                                  timeout=limit, stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
-            return f"no answer within {timeout + 5} s"
+            return probe_verdict(host, python, None, "", "", limit)
         except FileNotFoundError:
-            return f"remote shell {shell[0]!r} not found"
-        if done.returncode != 0:
-            reason = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
-            return reason
-        return None
+            return f"cannot reach host {host}: remote shell {shell[0]!r} not found"
+        return probe_verdict(host, python, done.returncode, done.stdout, done.stderr, limit)
 
-    with ThreadPoolExecutor(max_workers=min(32, len(remote))) as pool:
-        for host, problem in zip(remote, pool.map(probe, remote)):
-            if problem:
-                raise InputError(None, f"cannot reach host {host} with `{' '.join(shell)}`: {problem} "
-                                       f"(distpart needs passwordless ssh to every host)")
+    with ThreadPoolExecutor(max_workers=min(MAX_PROBES, len(remote))) as pool:
+        problems = [p for p in pool.map(probe, remote) if p]
+    if problems:
+        raise InputError(None, "; ".join(problems) + f" (checked with `{shlex.join(shell)}`; distpart launch "
+                         "needs passwordless ssh to every host)")
 
 
 # ---------------------------------------------------------------- the subcommand
@@ -228,72 +331,86 @@ def add_launch_arguments(sp: argparse.ArgumentParser) -> None:
     src = sp.add_mutually_exclusive_group(required=True)
     src.add_argument("--ip-config", type=Path, help="DGL's ip_config.txt: one machine per line, 'IP [PORT] ...'")
     src.add_argument("--hostfile", type=Path,
-                     help="an Open MPI, MPICH or plain (one host per line, e.g. $PBS_NODEFILE) hostfile")
+                     help="an Open MPI (host slots=N), MPICH (host:N) or plain (one host per line, "
+                          "repeats add slots: $PBS_NODEFILE) hostfile")
     sp.add_argument("--ranks-per-host", type=int,
-                    help="ranks on each machine (default: 1 for --ip-config, the file's slots for --hostfile)")
-    sp.add_argument("--interface", help="network interface name or CIDR subnet MPI traffic must use")
+                    help="ranks on each distinct machine (default: 1 for --ip-config, the file's slots for --hostfile)")
+    sp.add_argument("--interface",
+                    help="network MPI traffic must use: an interface name (ib0) or a CIDR subnet "
+                         "(10.1.0.0/24); give it when nodes have more than one network")
     sp.add_argument("--mpiexec", default="mpiexec", help="the launcher to use (default: mpiexec on PATH)")
-    sp.add_argument("--no-check", action="store_true", help="do not check that every host answers over ssh first")
-    sp.add_argument("--dry-run", action="store_true", help="print the mpiexec command (and keep its hostfile) only")
+    sp.add_argument("--no-check", action="store_true",
+                    help="do not check first that every host answers over ssh and has this virtualenv")
+    sp.add_argument("--dry-run", action="store_true",
+                    help="print the mpiexec command only (and keep the hostfile it names)")
     sp.add_argument("job", nargs=argparse.REMAINDER, help="-- SUBCOMMAND ARGS...: the distpart job to start")
 
 
-def plan_from_args(args: argparse.Namespace, env: Mapping[str, str], version_text: str,
-                   hostfile: Path, python: str) -> Tuple[LaunchPlan, str]:
-    """(the plan, the hostfile text to write) for parsed `launch` arguments."""
-    if args.ranks_per_host is not None and args.ranks_per_host < 1:
-        raise InputError(None, f"--ranks-per-host must be at least 1, got {args.ranks_per_host}")
-    if args.ip_config is not None:
-        entries = host_slots(read_ip_config(args.ip_config), args.ranks_per_host or 1)
-    else:
-        entries = read_hostfile(args.hostfile)
-        if args.ranks_per_host is not None:
-            entries = [(h, args.ranks_per_host) for h, _ in entries]
-    flavor = detect_flavor(version_text)
-    forwarded = tuple(v for v in FORWARDED_ENV if env.get(v))
-    plan = LaunchPlan(args.mpiexec, flavor, hostfile, sum(n for _, n in entries), args.interface,
-                      forwarded, job_argv(python, args.job))
-    return plan, format_hostfile(entries, flavor)
+def _local_addresses() -> Dict[str, List[str]]:
+    try:
+        out = subprocess.run(["ip", "-o", "addr", "show"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    return parse_ip_addr(out)
 
 
 def launch_main(args: argparse.Namespace) -> int:
     """Run `distpart launch`; returns mpiexec's exit status (2 for a launch error)."""
+    hostfile: Optional[Path] = None
+    keep = bool(args.dry_run)
     try:
         mpiexec = shutil.which(args.mpiexec)
         if mpiexec is None:
             raise InputError(None, f"{args.mpiexec!r} not found: install MPI or pass --mpiexec PATH")
+        # Absolute: Open MPI then also starts its remote daemons from the same prefix.
         args.mpiexec = mpiexec
-        version = subprocess.run([mpiexec, "--version"], capture_output=True, text=True, timeout=60,
-                                 stdin=subprocess.DEVNULL)
+        try:
+            version = subprocess.run([mpiexec, "--version"], capture_output=True, text=True, timeout=60,
+                                     stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            raise InputError(None, f"`{mpiexec} --version` did not finish within 60 s") from None
         fd, name = tempfile.mkstemp(prefix="distpart-hosts-", suffix=".txt")
         os.close(fd)
-        plan, text = plan_from_args(args, os.environ, version.stdout + version.stderr, Path(name), sys.executable)
-        plan.hostfile.write_text(text)
+        hostfile = Path(name)
+        plan, text = plan_from_args(args, os.environ, version.stdout + version.stderr, hostfile, sys.executable,
+                                    _local_addresses() if args.interface else None)
+        hostfile.write_text(text)
         command = shlex.join(plan.argv())
         if args.dry_run:
-            print(f"# hostfile {plan.hostfile}:\n" + "".join(f"#   {ln}\n" for ln in text.splitlines()) + command)
+            # stdout: the command alone (usable as is); the kept hostfile's content to stderr.
+            print(f"distpart launch: hostfile {hostfile} (kept):\n" + text, end="", file=sys.stderr)
+            print(command, flush=True)
             return 0
-        hosts = [h for h, _ in (read_hostfile(plan.hostfile))]
         if not args.no_check:
-            check_reachable(hosts, os.environ)
+            check_hosts(plan.hosts, os.environ, sys.executable, plan.flavor)
         print(f"distpart launch: {command}", file=sys.stderr, flush=True)
-        return _run(plan.argv(), plan.hostfile)
+        return _run(plan.argv())
     except InputError as e:
-        print(f"distpart launch: error: {e}", file=sys.stderr)
+        print(f"distpart launch: error: {e}", file=sys.stderr, flush=True)
         return 2
+    finally:
+        if hostfile is not None and not keep:
+            hostfile.unlink(missing_ok=True)
 
 
-def _run(argv: List[str], hostfile: Path) -> int:
-    """Run mpiexec, forwarding Ctrl-C/SIGTERM to it, and remove the hostfile afterwards."""
+def _run(argv: List[str]) -> int:
+    """Run mpiexec and return its exit status (128+N if a signal N killed it).
+
+    mpiexec stays in our process group, so a batch system or test harness that kills the
+    group reaches it. SIGINT/SIGTERM/SIGHUP sent to this process alone (kill PID, a job
+    scheduler) are forwarded; on Ctrl-C it gets SIGINT twice (from the terminal and from us),
+    which Open MPI and Hydra both handle as an abort of the job."""
     proc = subprocess.Popen(argv)
 
     def forward(signum, _frame):
-        proc.send_signal(signum)
+        if proc.poll() is None:
+            proc.send_signal(signum)
 
-    previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
+    signals = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {s: signal.signal(s, forward) for s in signals}
     try:
-        return proc.wait()
+        status = proc.wait()
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
-        hostfile.unlink(missing_ok=True)
+    return 128 - status if status < 0 else status
