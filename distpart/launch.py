@@ -357,7 +357,7 @@ def _local_addresses() -> Dict[str, List[str]]:
 def launch_main(args: argparse.Namespace) -> int:
     """Run `distpart launch`; returns mpiexec's exit status (2 for a launch error)."""
     hostfile: Optional[Path] = None
-    keep = bool(args.dry_run)
+    keep = False                        # only a successful --dry-run keeps its hostfile
     try:
         mpiexec = shutil.which(args.mpiexec)
         if mpiexec is None:
@@ -380,6 +380,7 @@ def launch_main(args: argparse.Namespace) -> int:
             # stdout: the command alone (usable as is); the kept hostfile's content to stderr.
             print(f"distpart launch: hostfile {hostfile} (kept):\n" + text, end="", file=sys.stderr)
             print(command, flush=True)
+            keep = True
             return 0
         if not args.no_check:
             check_hosts(plan.hosts, os.environ, sys.executable, plan.flavor)

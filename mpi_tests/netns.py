@@ -160,15 +160,20 @@ class NetnsHost:
         return run_bounded(self.command(argv), env, timeout, cwd)
 
     def run_for(self, argv: Sequence, env: Dict[str, str], seconds: float) -> Optional[Run]:
-        """Run argv on this host for at most `seconds`; None if it was still running then (its
-        process group is killed; processes it left on other hosts: `NetnsCluster.kill_jobs`)."""
+        """Run argv on this host for at most `seconds`; None if it was still running then. Its
+        process group then gets SIGTERM (so `distpart launch` can stop mpiexec and remove its
+        hostfile), SIGKILL 5 s later; what it left on other hosts: `NetnsCluster.kill_jobs`."""
         proc = subprocess.Popen(self.command(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 env=env, start_new_session=True, stdin=subprocess.DEVNULL)
         try:
             out, err = proc.communicate(timeout=seconds)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate(timeout=30)
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.communicate(timeout=5)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.communicate(timeout=30)
             return None
         return Run(proc.returncode, out, err)
 

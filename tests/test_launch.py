@@ -6,6 +6,7 @@ import os
 import shlex
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -331,8 +332,12 @@ def test_launch_errors_exit_2_with_one_line(tmp_path):
     assert run.returncode == 2 and run.stderr == ("distpart launch: error: 'no-such-mpiexec' not found: "
                                                  "install MPI or pass --mpiexec PATH\n")
     fake = _script(tmp_path / "mpiexec", 'echo "srun 22.05"\n')
+    before = set(Path(tempfile.gettempdir()).glob("distpart-hosts-*"))
     run = _launch(tmp_path, "--hostfile", nodes, "--mpiexec", fake, "--", "validate", "IN")
     assert run.returncode == 2 and "cannot tell which MPI" in run.stderr
+    run = _launch(tmp_path, "--hostfile", nodes, "--mpiexec", fake, "--dry-run", "--", "validate", "IN")
+    assert run.returncode == 2 and run.stdout == ""
+    assert not set(Path(tempfile.gettempdir()).glob("distpart-hosts-*")) - before   # no hostfile left
     run = _launch(tmp_path, "--hostfile", nodes, "--mpiexec", fake, "--")
     assert run.returncode == 2
     agent = _script(tmp_path / "ssh", 'echo "ssh: connect to host n1 port 22: No route to host" >&2; exit 255\n')
