@@ -29,12 +29,12 @@ Arrays = dict[str, Any]
 
 def load_partition(
     part_config: PathLike, part_id: int, load_feats: bool = True, as_torch: bool = False
-) -> tuple[PartitionGraph, Arrays, Arrays, PartitionBook, str, list[str], list[str]]:
+) -> tuple[PartitionGraph, Arrays, Arrays, PartitionBook, str, list[str], list[tuple[str, str, str]]]:
     """Load partition `part_id`: (graph, node_feats, edge_feats, gpb, graph_name, ntypes, etypes).
 
     The graph's arrays (src, dst, ndata, edata) are torch tensors with `as_torch`. The
-    feature dicts are empty when `load_feats` is False. `ntypes` and `etypes` (canonical
-    'src:rel:dst' strings) are lists in type-ID order.
+    feature dicts are empty when `load_feats` is False. `ntypes` (names) and `etypes`
+    (canonical (src, rel, dst) tuples, as DGL 2.x returns) are lists in type-ID order.
     """
     cfg = _read_config(part_config)
     graph = read_graph(_part_file(part_config, cfg, part_id, "part_graph"))
@@ -47,7 +47,7 @@ def load_partition(
     if as_torch:
         graph = _graph_as_torch(graph)
         node_feats, edge_feats = _as_torch(node_feats), _as_torch(edge_feats)
-    return graph, node_feats, edge_feats, gpb, graph_name, gpb.ntypes, gpb.etypes
+    return graph, node_feats, edge_feats, gpb, graph_name, gpb.ntypes, canonical_etypes(gpb.etypes)
 
 
 def load_partition_feats(
@@ -72,15 +72,21 @@ def load_partition_feats(
 
 def load_partition_book(
     part_config: PathLike, part_id: int
-) -> tuple[PartitionBook, str, dict[str, int], dict[str, int]]:
-    """Load (gpb, graph_name, ntypes, etypes); the type dicts map names to type IDs."""
+) -> tuple[PartitionBook, str, dict[str, int], dict[tuple[str, str, str], int]]:
+    """Load (gpb, graph_name, ntypes, etypes); the type dicts map node type names and
+    canonical edge type tuples to type IDs, as DGL 2.x's does."""
     gpb, graph_name = _partition_book(part_config, _read_config(part_config), part_id)
     return (
         gpb,
         graph_name,
         {name: i for i, name in enumerate(gpb.ntypes)},
-        {name: i for i, name in enumerate(gpb.etypes)},
+        {etype: i for i, etype in enumerate(canonical_etypes(gpb.etypes))},
     )
+
+
+def canonical_etypes(names: list[str]) -> list[tuple[str, str, str]]:
+    """'src:rel:dst' names as the (src, rel, dst) tuples DGL 2.x's loaders return."""
+    return [tuple(name.split(":")) for name in names]  # type: ignore[misc]
 
 
 def load_orig_ids(

@@ -101,14 +101,14 @@ def _our_view(config: Path) -> list[dict[str, Any]]:
         part.update(
             graph_name=graph_name,
             ntypes=ntypes,
-            etypes=etypes,
+            etypes=[":".join(e) for e in etypes],
             feats_only=[
                 {k: dgl_check.describe_array(v[k]) for k in sorted(v)}
                 for v in load_partition_feats(config, p)
             ],
             book=dgl_check.book_view(gpb, p, cfg, np.arange),
             book_loaded_alone=dgl_check.book_view(book, p, cfg, np.arange),
-            book_types=[book_name, book_ntypes, book_etypes],
+            book_types=[book_name, book_ntypes, {":".join(k): v for k, v in book_etypes.items()}],
         )
         parts.append(part)
     return parts
