@@ -1,0 +1,116 @@
+"""distpart under a real one-machine SLURM (Debian's slurmctld, slurmd and munge; mpi_tests/slurm.py):
+hostfiles/slurm.sbatch through sbatch with both launchers it offers, a direct `srun --mpi=pmix`,
+and the srun launches that Debian's Open MPI cannot serve (plain srun, --mpi=pmi2, --mpi=none).
+
+What these tests establish (and hostfiles/slurm.sbatch says):
+  * `mpiexec` inside the allocation and `srun --mpi=pmix` run the pipeline on all tasks;
+  * plain `srun` works only where the site's MpiDefault is pmix;
+  * `srun --mpi=pmi2|none` (and plain srun with MpiDefault=none) stop every task in MPI_Init
+    with Open MPI's "OMPI was not built with SLURM's PMI support", before distpart reads or
+    writes anything, and leave no job behind.
+"""
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import distpart
+from slurm import slurm_cluster
+
+REPO = Path(__file__).resolve().parent.parent
+SBATCH = REPO / "hostfiles" / "slurm.sbatch"
+VENV = Path(sys.executable).parent.parent        # .venv (sys.executable is .venv/bin/python)
+PYTHON = VENV / "bin" / "python"
+NO_PMI = "OMPI was not built with SLURM's PMI support"
+PMIX_LIB = Path("/usr/lib/x86_64-linux-gnu/pmix2/lib/libpmix.so")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    with slurm_cluster(tmp_path_factory.mktemp("slurm")) as c:
+        yield c
+
+
+def _start_line(text: str, job: str) -> None:
+    """distpart's start line names 2 ranks on this one host and the SLURM job."""
+    assert re.search(rf"pipeline: 2 ranks on 1 host \(\S+ x2\); Open MPI v[\d.]+; SLURM job {job}\b", text), text
+
+
+def _pmix_hint(output: str) -> str:
+    if "can not load PMIx library" in output and not PMIX_LIB.exists():
+        return (f"\n(SLURM's mpi_pmix plugin dlopens {PMIX_LIB}, which only Debian's libpmix-dev "
+                f"provides: install it)")
+    return ""
+
+
+@pytest.mark.parametrize("launcher", ["mpiexec", "srun"])
+def test_slurm_sbatch_script(cluster, example_dir, tmp_path, launcher):
+    """hostfiles/slurm.sbatch as written, 1 node x 2 tasks (the #SBATCH lines overridden on the
+    command line), mpiexec inside the allocation or srun --mpi=pmix; then verified."""
+    out, log = tmp_path / "out", tmp_path / "job.out"
+    job = cluster.sbatch(SBATCH, "-N", "1", "-n", "2", "--ntasks-per-node=2", "--time=10", "-o", log,
+                         f"--export=ALL,DISTPART_VENV={VENV},IN_DIR={example_dir},OUT_DIR={out},NUM_PARTS=4,"
+                         f"DISTPART_LAUNCHER={launcher},DISTPART_ARGS=--seed 7 --max-message-mb 64", timeout=150)
+    text = log.read_text() if log.exists() else "(no job output)"
+    assert (job.state, job.exit_code) == ("COMPLETED", "0:0"), f"job {job.id}: {job.info}\n{text}{_pmix_hint(text)}"
+    launch = "mpiexec -n 2" if launcher == "mpiexec" else "srun --mpi=pmix -n 2"
+    assert f"slurm.sbatch: job {job.id}, 2 tasks on 1 node(s)" in text and launch in text, text
+    assert "--num-parts 4 --seed 7 --max-message-mb 64" in text, text
+    _start_line(text, job.id)
+    assert "verify: OK (4 partitions" in text, text
+    assert (out / "metadata.json").exists()
+    distpart(2, "verify", example_dir, out / "assignment", out)
+
+
+def test_slurm_sbatch_script_without_venv_says_so(cluster, example_dir, tmp_path):
+    """A wrong DISTPART_VENV fails the job at once with a message naming it."""
+    out, log = tmp_path / "out", tmp_path / "job.out"
+    job = cluster.sbatch(SBATCH, "-N", "1", "-n", "2", "--ntasks-per-node=2", "-o", log,
+                         f"--export=ALL,DISTPART_VENV={tmp_path / 'novenv'},IN_DIR={example_dir},OUT_DIR={out}",
+                         timeout=60)
+    text = log.read_text() if log.exists() else ""
+    assert job.state == "FAILED" and job.exit_code == "2:0", f"{job.info}\n{text}"
+    assert f"no virtualenv at DISTPART_VENV={tmp_path / 'novenv'}" in text, text
+    assert not out.exists()
+
+
+def test_slurm_srun_pmix_direct(cluster, example_dir, tmp_path):
+    """srun --mpi=pmix -n 2 <venv python> -m distpart pipeline ..., outside any allocation."""
+    out = tmp_path / "out"
+    run = cluster.run(["srun", "--mpi=pmix", "-N", "1", "-n", "2", PYTHON, "-m", "distpart", "pipeline",
+                       example_dir, out, "--num-parts", "2", "--method", "random"], timeout=120)
+    assert run.returncode == 0, run.output + _pmix_hint(run.output)
+    assert "verify: OK (2 partitions" in run.stdout, run.output
+    job = re.search(r"SLURM job (\d+)", run.stderr)
+    assert job, run.stderr
+    _start_line(run.stderr, job.group(1))
+    distpart(2, "verify", example_dir, out / "assignment", out)
+
+
+@pytest.mark.parametrize("mpi", [None, "pmi2", "none"], ids=["plain", "pmi2", "none"])
+def test_slurm_srun_without_pmix_fails_cleanly(cluster, example_dir, tmp_path, mpi):
+    """Debian's Open MPI has no SLURM PMI-1/PMI-2: every task stops in MPI_Init with Open MPI's
+    message (plain srun uses MpiDefault=none here), nothing is written, no job is left."""
+    out = tmp_path / "out"
+    opts = [f"--mpi={mpi}"] if mpi else []
+    run = cluster.run(["srun", *opts, "-N", "1", "-n", "2", PYTHON, "-m", "distpart", "pipeline",
+                       example_dir, out, "--num-parts", "2", "--method", "random"], timeout=60)
+    assert run.returncode != 0, run.output
+    assert NO_PMI in run.output, run.output
+    assert "srun: error: " in run.stderr and "tasks 0-1: Exited with exit code 1" in run.stderr, run.stderr
+    assert not out.exists(), sorted(p.name for p in out.iterdir())
+    assert "verify: OK" not in run.stdout
+
+
+def test_slurm_plain_srun_with_site_mpidefault_pmix(tmp_path, example_dir):
+    """Where the site sets MpiDefault=pmix, plain srun is srun --mpi=pmix."""
+    with slurm_cluster(tmp_path, extra_conf=["MpiDefault=pmix"]) as c:
+        out = tmp_path / "out"
+        run = c.run(["srun", "-n", "2", PYTHON, "-m", "distpart", "pipeline", example_dir, out,
+                     "--num-parts", "2", "--method", "random"], timeout=120)
+    assert run.returncode == 0, run.output + _pmix_hint(run.output)
+    assert "verify: OK (2 partitions" in run.stdout, run.output
+    assert re.search(r"pipeline: 2 ranks on 1 host", run.stderr), run.stderr
