@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 from .errors import DistpartError, InputError
 
 EDGE_FORMATS = ("csv", "numpy", "parquet")
-FEATURE_FORMATS = ("numpy", "parquet", "hdf5")
+FEATURE_FORMATS = ("numpy", "parquet", "csv", "hdf5")
 
 
 def name_problem(name: str, kind: str) -> Optional[str]:
@@ -252,7 +252,9 @@ class _Ctx:
         name = fmt_raw.get("name")
         if name not in formats:
             self.fail(f"{key}.format.name", f"unknown format {name!r}; expected one of {', '.join(formats)}")
-        delimiter = fmt_raw.get("delimiter", " ")
+        # Without a delimiter, DGL reads CSV edges with a space and CSV features with a comma
+        # (its array_readwriter's CSV parser, which reads features, defaults to ',').
+        delimiter = fmt_raw.get("delimiter", "," if formats == FEATURE_FORMATS else " ")
         if name == "csv" and (not isinstance(delimiter, str) or len(delimiter) != 1):
             self.fail(f"{key}.format.delimiter", "must be a single character")
         dataset = fmt_raw.get("dataset")

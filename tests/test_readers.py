@@ -1,6 +1,7 @@
 """distpart.readers: block cutting, byte-range CSV reading, edge pieces and feature sources."""
 from __future__ import annotations
 
+import json
 import zlib
 from pathlib import Path
 from typing import List, Sequence, Tuple
@@ -11,8 +12,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+import distpart.readers as readers
 from distpart.errors import InputError
-from distpart.metadata import ChunkFiles, FileFormat
+from distpart.metadata import ChunkFiles, FileFormat, parse_metadata
 from distpart.readers import (
     FeatureSource,
     Piece,
@@ -302,7 +304,7 @@ def write_edges(tmp_path: Path, fmt: str, chunks: List[np.ndarray], delim: str =
 
 
 @pytest.mark.parametrize("fmt,delim", [("csv", " "), ("csv", ","), ("numpy", " "), ("parquet", " ")])
-def test_read_edge_pieces(tmp_path: Path, fmt: str, delim: str) -> None:
+def test_read_edge_pieces(tmp_path: Path, fmt: str, delim: str, parquet_mode: str) -> None:
     rng = np.random.default_rng(7)
     chunks = [rng.integers(0, 1000, (n, 2)) for n in (11, 0, 25, 1, 8)]
     files = write_edges(tmp_path, fmt, chunks, delim)
@@ -413,7 +415,8 @@ FEATURE_CASES = [
 
 @pytest.mark.parametrize("fmt", ["numpy", "hdf5", "parquet"])
 @pytest.mark.parametrize("dtype,tail", FEATURE_CASES)
-def test_feature_source_reads_ranges(tmp_path: Path, fmt: str, dtype: str, tail: Tuple[int, ...]) -> None:
+def test_feature_source_reads_ranges(tmp_path: Path, fmt: str, dtype: str, tail: Tuple[int, ...],
+                                     parquet_mode: str) -> None:
     rng = np.random.default_rng(len(dtype) + len(tail))
     chunks = [sample(rng, n, tail, dtype) for n in ROWS]
     src = FeatureSource(write_feature(tmp_path, fmt, chunks))
@@ -434,7 +437,17 @@ def test_parquet_without_shape_metadata_is_2d(tmp_path: Path, dtype: str) -> Non
     check_source(src, np.concatenate(chunks1d)[:, None], rng)
 
 
-def test_parquet_many_row_groups(tmp_path: Path) -> None:
+@pytest.fixture(params=["whole", "streamed"])
+def parquet_mode(request, monkeypatch) -> str:
+    """Row groups read whole (small ones, the default here) or streamed in record batches
+    (large ones; forced here with tiny batches so that reads cross many of them)."""
+    if request.param == "streamed":
+        monkeypatch.setattr(readers, "PARQUET_WHOLE_GROUP_BYTES", 0)
+        monkeypatch.setattr(readers, "PARQUET_BATCH_BYTES", 100)
+    return request.param
+
+
+def test_parquet_many_row_groups(tmp_path: Path, parquet_mode: str) -> None:
     rng = np.random.default_rng(5)
     arr = sample(rng, 300, (2,), "float64")
     for rgs in (1, 7, 64, 300):
@@ -536,7 +549,7 @@ def test_truncated_hdf5(tmp_path: Path) -> None:
     assert info.value.where == str(files.paths[0])
 
 
-def test_parquet_null_values(tmp_path: Path) -> None:
+def test_parquet_null_values(tmp_path: Path, parquet_mode: str) -> None:
     p = tmp_path / "nulls.parquet"
     pq.write_table(pa.table({"a": pa.array([1.0, None, 3.0]), "b": pa.array([1.0, 2.0, 3.0])}), p)
     src = FeatureSource(feature_files("parquet", [p]))
@@ -564,3 +577,447 @@ def test_parquet_shape_metadata_mismatch(tmp_path: Path, shape: bytes) -> None:
     with pytest.raises(InputError) as info:
         FeatureSource(feature_files("parquet", [p]))
     assert info.value.where == str(p) and "shape" in str(info.value)
+
+
+# ---------------------------------------------------------------- Parquet written by pandas
+
+def pandas_table(columns: dict, index: Sequence[int] = None, index_name: str = None,
+                 range_index: bool = False) -> pa.Table:
+    """What `pa.Table.from_pandas(pd.DataFrame(columns, index=index))` writes, without pandas:
+    the index as a column (`__index_level_0__`, or its name) listed in b"pandas"
+    "index_columns", or, for a RangeIndex, only a {"kind": "range"} entry."""
+    table = pa.table(columns) if columns else pa.table({"_": pa.array(index)}).drop_columns(["_"])
+    names = list(columns)
+    entries = [{"name": n, "field_name": n, "pandas_type": "float64", "numpy_type": "float64",
+                "metadata": None} for n in names]
+    if range_index:
+        n = table.num_rows
+        index_columns = [{"kind": "range", "name": None, "start": 0, "stop": n, "step": 1}]
+    else:
+        field = index_name or "__index_level_0__"
+        table = table.append_column(field, pa.array(index, pa.int64()))
+        index_columns = [field]
+        entries.append({"name": index_name, "field_name": field, "pandas_type": "int64",
+                        "numpy_type": "int64", "metadata": None})
+    meta = {"index_columns": index_columns,
+            "column_indexes": [{"name": None, "field_name": None, "pandas_type": "unicode",
+                                "numpy_type": "object", "metadata": {"encoding": "UTF-8"}}],
+            "columns": entries, "attributes": {},
+            "creator": {"library": "pyarrow", "version": pa.__version__}, "pandas_version": "2.2.3"}
+    return table.replace_schema_metadata({b"pandas": json.dumps(meta).encode()})
+
+
+def test_parquet_pandas_index_column_is_not_data(tmp_path: Path) -> None:
+    """The issue's case: DataFrame({"0": [100, 102, 104]}, index=[0, 2, 4]); DGL reads [[100], [102], [104]]."""
+    p = tmp_path / "pandas.parquet"
+    pq.write_table(pandas_table({"0": pa.array([100, 102, 104], pa.int64())}, index=[0, 2, 4]), p)
+    src = FeatureSource(feature_files("parquet", [p]))
+    assert src.tail_shape == (1,) and src.dtype == np.int64
+    np.testing.assert_array_equal(src.read(0, 3), [[100], [102], [104]])
+
+
+def test_parquet_pandas_named_index_and_float_columns(tmp_path: Path, parquet_mode: str) -> None:
+    """An int64 index beside float columns made the columns' types differ (refused before);
+    a named index is stored under its name. With DGL's b"shape" metadata too."""
+    rng = np.random.default_rng(21)
+    arr = rng.standard_normal((40, 2, 3))
+    flat = arr.reshape(40, 6)
+    table = pandas_table({str(j): flat[:, j] for j in range(6)}, index=np.arange(40) * 7, index_name="node_id")
+    meta = dict(table.schema.metadata)
+    meta[b"shape"] = str(arr.shape).encode()
+    p = tmp_path / "named.parquet"
+    pq.write_table(table.replace_schema_metadata(meta), p, row_group_size=9)
+    src = FeatureSource(feature_files("parquet", [p, p]))
+    assert src.tail_shape == (2, 3) and src.dtype == np.float64
+    check_source(src, np.concatenate([arr, arr]), rng)
+
+
+def test_parquet_pandas_range_index_has_no_column(tmp_path: Path) -> None:
+    p = tmp_path / "range.parquet"
+    pq.write_table(pandas_table({"a": [1.0, 2.0], "b": [3.0, 4.0]}, range_index=True), p)
+    np.testing.assert_array_equal(FeatureSource(feature_files("parquet", [p])).read(0, 2), [[1, 3], [2, 4]])
+
+
+def test_parquet_only_index_columns_or_bad_pandas_metadata(tmp_path: Path) -> None:
+    only = tmp_path / "only.parquet"
+    pq.write_table(pandas_table({}, index=[1, 2]), only)
+    bad = tmp_path / "bad.parquet"
+    pq.write_table(pa.table({"a": [1.0]}).replace_schema_metadata({b"pandas": b"{not json"}), bad)
+    for p, words in [(only, "no data columns"), (bad, "pandas")]:
+        with pytest.raises(InputError) as info:
+            FeatureSource(feature_files("parquet", [p]))
+        assert info.value.where == str(p) and words in str(info.value)
+
+
+# ---------------------------------------------------------------- Parquet vector rows (one list column)
+
+def vector_table(arr2d: np.ndarray, kind: str) -> pa.Table:
+    values = pa.array(arr2d.reshape(-1))
+    width = arr2d.shape[1]
+    if kind == "fixed":
+        col = pa.FixedSizeListArray.from_arrays(values, width)
+    else:
+        offsets = np.arange(len(arr2d) + 1, dtype=np.int64 if kind == "large" else np.int32) * width
+        cls = pa.LargeListArray if kind == "large" else pa.ListArray
+        col = cls.from_arrays(pa.array(offsets), values)
+    return pa.table({"vector": col})
+
+
+@pytest.mark.parametrize("kind", ["list", "large", "fixed"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "bool"])
+def test_parquet_vector_rows(tmp_path: Path, kind: str, dtype: str, parquet_mode: str) -> None:
+    """DGL's ParquetArrayParser reads one list<...> column ("vector rows", as Spark ML writes)
+    as a 2-D array of the lists; fixed_size_list is the same with the width in the type."""
+    rng = np.random.default_rng(len(kind) * 10 + len(dtype))
+    chunks = [sample(rng, n, (4,), dtype) for n in ROWS]
+    paths = []
+    for i, arr in enumerate(chunks):
+        paths.append(tmp_path / f"v{i}.parquet")
+        pq.write_table(vector_table(arr, kind), paths[-1], row_group_size=3)
+    src = FeatureSource(feature_files("parquet", paths))
+    assert src.tail_shape == (4,) and src.dtype == np.dtype(dtype)
+    check_source(src, np.concatenate(chunks), rng)
+
+
+def test_parquet_vector_rows_as_dgl_writes_them(tmp_path: Path) -> None:
+    """DGL's writer with vector_rows=True: pa.table([pa.array(array.tolist())], names=["vector"])
+    (a list<double> column, no metadata); with a b"shape" the rows are reshaped."""
+    arr = np.arange(24, dtype=np.float64).reshape(4, 6)
+    p = tmp_path / "dgl.parquet"
+    pq.write_table(pa.table([pa.array(arr.tolist())], names=["vector"]), p)
+    src = FeatureSource(feature_files("parquet", [p]))
+    assert src.tail_shape == (6,) and src.dtype == np.float64
+    np.testing.assert_array_equal(src.read(1, 4), arr[1:4])
+    shaped = tmp_path / "shaped.parquet"
+    table = pa.table([pa.array(arr.tolist())], names=["vector"]).replace_schema_metadata({b"shape": b"(4, 2, 3)"})
+    pq.write_table(table, shaped)
+    src = FeatureSource(feature_files("parquet", [shaped]))
+    assert src.tail_shape == (2, 3)
+    np.testing.assert_array_equal(src.read(0, 4), arr.reshape(4, 2, 3))
+
+
+def test_parquet_vector_rows_empty_chunk(tmp_path: Path) -> None:
+    """A chunk without rows cannot tell a list<...> column's width; the others do."""
+    arr = np.arange(12, dtype=np.float32).reshape(4, 3)
+    paths = [tmp_path / "empty.parquet", tmp_path / "full.parquet"]
+    pq.write_table(vector_table(arr[:0], "list"), paths[0])
+    pq.write_table(vector_table(arr, "list"), paths[1])
+    src = FeatureSource(feature_files("parquet", paths))
+    assert src.rows == 4 and src.tail_shape == (3,)
+    np.testing.assert_array_equal(src.read(0, 4), arr)
+
+
+@pytest.mark.parametrize("case,words", [
+    ("ragged", "has 2 values in row 4"),
+    ("null_row", "null in row 3"),
+    ("null_value", "null value in row 5"),
+    ("strings", "numbers or bools"),
+    ("nested", "numbers or bools"),
+    ("shape", "'shape' metadata"),
+])
+def test_parquet_vector_rows_refused(tmp_path: Path, case: str, words: str, parquet_mode: str) -> None:
+    rows = [[float(i), float(i) + 0.5, 1.0] for i in range(8)]
+    if case == "ragged":
+        rows[4] = [1.0, 2.0]
+        col = pa.array(rows)
+    elif case == "null_row":
+        rows[3] = None
+        col = pa.array(rows)
+    elif case == "null_value":
+        rows[5][1] = None
+        col = pa.array(rows)
+    elif case == "strings":
+        col = pa.array([["a", "b"]] * 8)
+    elif case == "nested":
+        col = pa.array([[[1.0]]] * 8)
+    else:
+        col = pa.FixedSizeListArray.from_arrays(pa.array(np.zeros(24)), 3)
+    table = pa.table({"vector": col})
+    if case == "shape":
+        table = table.replace_schema_metadata({b"shape": b"(8, 4)"})
+    p = tmp_path / f"{case}.parquet"
+    pq.write_table(table, p, row_group_size=3)
+    with pytest.raises(InputError) as info:
+        FeatureSource(feature_files("parquet", [p])).read(0, 8)
+    assert info.value.where == str(p) and words in str(info.value), str(info.value)
+
+
+def test_parquet_vector_width_differs_between_chunks(tmp_path: Path) -> None:
+    paths = [tmp_path / "a.parquet", tmp_path / "b.parquet"]
+    pq.write_table(vector_table(np.zeros((3, 4)), "list"), paths[0])
+    pq.write_table(vector_table(np.zeros((3, 5)), "list"), paths[1])
+    with pytest.raises(InputError) as info:
+        FeatureSource(feature_files("parquet", paths))
+    assert info.value.where == str(paths[1]) and "(5,)" in str(info.value)
+
+
+# ---------------------------------------------------------------- Parquet streaming
+
+class CountingParquet:
+    """A ParquetFile that records what its read methods decode."""
+
+    def __init__(self, pf, log: dict) -> None:
+        self._pf, self._log = pf, log
+
+    def __getattr__(self, name):
+        return getattr(self._pf, name)
+
+    def _count(self, rows: int, groups, columns) -> None:
+        self._log["decoded"] += rows
+        self._log["columns"].add(tuple(columns) if columns is not None else None)
+
+    def read_row_groups(self, groups, columns=None, **kw):
+        table = self._pf.read_row_groups(groups, columns=columns, **kw)
+        self._count(table.num_rows, groups, columns)
+        return table
+
+    def read_row_group(self, group, columns=None, **kw):
+        table = self._pf.read_row_group(group, columns=columns, **kw)
+        self._count(table.num_rows, [group], columns)
+        return table
+
+    def read(self, columns=None, **kw):
+        table = self._pf.read(columns=columns, **kw)
+        self._count(table.num_rows, None, columns)
+        return table
+
+    def iter_batches(self, batch_size=65536, row_groups=None, columns=None, **kw):
+        for batch in self._pf.iter_batches(batch_size=batch_size, row_groups=row_groups, columns=columns, **kw):
+            self._count(batch.num_rows, row_groups, columns)
+            yield batch
+
+
+@pytest.fixture
+def parquet_log(monkeypatch):
+    log = {"decoded": 0, "opened": 0, "columns": set()}
+    real = readers._open_parquet
+
+    def counting(path, **kw):
+        log["opened"] += 1
+        return CountingParquet(real(path, **kw), log)
+
+    monkeypatch.setattr(readers, "_open_parquet", counting)
+    return log
+
+
+def read_block_in_batches(src: FeatureSource, lo: int, hi: int, batch: int) -> np.ndarray:
+    """As dispatch reads a rank's block: consecutive `batch`-row reads."""
+    return np.concatenate([src.read(a, min(a + batch, hi)) for a in range(lo, hi, batch)])
+
+
+@pytest.mark.parametrize("group_rows", [1000, 64])
+def test_parquet_block_read_in_batches_decodes_each_row_group_once(tmp_path: Path, parquet_log: dict,
+                                                                    group_rows: int, parquet_mode: str) -> None:
+    """Each rank decodes only the row groups overlapping its rows, each once, whatever the
+    batch size (before: the overlapping row groups were decoded again for every batch and
+    the file reopened)."""
+    arr = np.arange(1000 * 4, dtype=np.float32).reshape(1000, 4)
+    p = tmp_path / "one.parquet"
+    write_parquet_feature(p, arr, True, row_group_size=group_rows)
+    for lo, hi in [(0, 500), (500, 1000)]:
+        parquet_log.update(decoded=0, opened=0)
+        src = FeatureSource(feature_files("parquet", [p]))
+        np.testing.assert_array_equal(read_block_in_batches(src, lo, hi, 37), arr[lo:hi])
+        first, last = lo // group_rows, (hi - 1) // group_rows
+        overlapping = min(1000, (last + 1) * group_rows) - first * group_rows
+        assert parquet_log["decoded"] <= overlapping, (lo, hi, parquet_log)
+        assert parquet_log["opened"] <= 2   # the header, then one reader kept open
+
+
+def test_parquet_reads_only_data_columns(tmp_path: Path, parquet_log: dict) -> None:
+    p = tmp_path / "pandas.parquet"
+    pq.write_table(pandas_table({"a": [1.0, 2.0, 3.0], "b": [4.0, 5.0, 6.0]}, index=[7, 8, 9]), p)
+    np.testing.assert_array_equal(FeatureSource(feature_files("parquet", [p])).read(1, 3), [[2, 5], [3, 6]])
+    assert parquet_log["columns"] == {("a", "b")}
+
+
+def test_parquet_edge_piece_decodes_its_rows_once(tmp_path: Path, parquet_log: dict, parquet_mode: str) -> None:
+    arr = np.arange(2000).reshape(1000, 2)
+    p = tmp_path / "e.parquet"
+    pq.write_table(pa.table({"src": arr[:, 0], "dst": arr[:, 1]}), p, row_group_size=100)
+    files = chunk_files("parquet", [p])
+    s, d = read_edge_piece(files, Piece(0, 250, 730))
+    np.testing.assert_array_equal(s, arr[250:730, 0])
+    np.testing.assert_array_equal(d, arr[250:730, 1])
+    assert parquet_log["decoded"] <= 800 - 200
+
+
+def test_parquet_edge_nulls_are_an_input_error(tmp_path: Path, parquet_mode: str) -> None:
+    p = tmp_path / "e.parquet"
+    pq.write_table(pa.table({"src": pa.array([1, 2, 3]), "dst": pa.array([1, None, 3])}), p)
+    with pytest.raises(InputError) as info:
+        read_edge_piece(chunk_files("parquet", [p]), Piece(0, 0, 3))
+    assert info.value.where == str(p) and "'dst'" in str(info.value) and "row 1" in str(info.value)
+
+
+def test_parquet_reads_in_any_order(tmp_path: Path, parquet_mode: str) -> None:
+    """Backwards and skipping reads restart the stream; results do not depend on the order."""
+    rng = np.random.default_rng(9)
+    arr = sample(rng, 500, (3,), "int32")
+    p = tmp_path / "f.parquet"
+    write_parquet_feature(p, arr, True, row_group_size=45)
+    src = FeatureSource(feature_files("parquet", [p, p, p]))
+    whole = np.concatenate([arr, arr, arr])
+    for a, b in [(1400, 1500), (0, 10), (990, 1010), (5, 20), (400, 460), (20, 1490), (1499, 1500), (3, 4)]:
+        np.testing.assert_array_equal(src.read(a, b), whole[a:b])
+
+
+# ---------------------------------------------------------------- CSV features
+
+def csv_feature_files(paths: Sequence[Path], delimiter: str = ",") -> ChunkFiles:
+    return ChunkFiles(FileFormat("csv", delimiter), tuple(paths), "metadata.json: node_data.n.csv")
+
+
+def write_csv_feature(path: Path, arr: np.ndarray, delim: str = ",", newline: str = "\n",
+                      blank_every: int = 0) -> None:
+    lines = []
+    for i, row in enumerate(arr):
+        lines.append(delim.join(repr(float(v)) if arr.dtype.kind == "f" else str(int(v)) for v in row))
+        if blank_every and i % blank_every == blank_every - 1:
+            lines.append("")
+    path.write_bytes((newline.join(lines) + (newline if lines else "")).encode())
+
+
+@pytest.fixture(params=[None, 40], ids=["window-8MiB", "window-40B"])
+def csv_window(request, monkeypatch):
+    """The default window, and windows of a few lines so files span many of them."""
+    if request.param:
+        monkeypatch.setattr(readers, "CSV_WINDOW_BYTES", request.param)
+    return request.param
+
+
+@pytest.mark.parametrize("delim,newline,blank", [(",", "\n", 0), (" ", "\r\n", 0), ("\t", "\n", 3), ("|", "\n", 1)])
+@pytest.mark.parametrize("dtype,ncols", [("int64", 3), ("float64", 2), ("int64", 1)])
+def test_csv_feature_reads_ranges(tmp_path: Path, csv_window, delim: str, newline: str, blank: int,
+                                  dtype: str, ncols: int) -> None:
+    rng = np.random.default_rng(len(delim) + ncols)
+    chunks = [sample(rng, n, (ncols,), dtype) for n in ROWS]
+    if dtype == "int64":
+        chunks = [np.where(rng.random(c.shape) < 0.1, rng.integers(-2**62, 2**62, c.shape), c) for c in chunks]
+    paths = []
+    for i, arr in enumerate(chunks):
+        paths.append(tmp_path / f"c{i}.csv")
+        write_csv_feature(paths[-1], arr, delim, newline, blank)
+    src = FeatureSource(csv_feature_files(paths, delim))
+    check_source(src, np.concatenate(chunks), rng)
+
+
+def test_csv_feature_as_dgl_writes_it(tmp_path: Path) -> None:
+    """DGL's CSVArrayParser.write: pyarrow.csv.write_csv, no header, ',' by default."""
+    import pyarrow.csv as pacsv
+    arr = np.random.default_rng(4).standard_normal((50, 3))
+    p = tmp_path / "dgl.csv"
+    pacsv.write_csv(pa.table({str(j): arr[:, j] for j in range(3)}), p,
+                    pacsv.WriteOptions(include_header=False, delimiter=","))
+    src = FeatureSource(csv_feature_files([p]))
+    assert src.dtype == np.float64 and src.tail_shape == (3,)
+    np.testing.assert_array_equal(src.read(0, 50), arr)
+
+
+def test_csv_feature_integers_and_floats_make_float64(tmp_path: Path, csv_window) -> None:
+    """pyarrow infers int64 for a column of integers and double otherwise (as DGL reads);
+    a float anywhere makes the whole feature float64, integral files included."""
+    ints = np.arange(30).reshape(10, 3)
+    paths = [tmp_path / "a.csv", tmp_path / "b.csv", tmp_path / "c.csv"]
+    write_csv_feature(paths[0], ints)
+    paths[1].write_text("1,2,3.5\n4,5,6\n")
+    paths[2].write_text("nan,inf,-inf\n-0.0,1e300,2\n")
+    src = FeatureSource(csv_feature_files(paths))
+    assert src.dtype == np.float64
+    got = src.read(0, 14)
+    np.testing.assert_array_equal(got[:10], ints)
+    np.testing.assert_array_equal(got[10:12], [[1, 2, 3.5], [4, 5, 6]])
+    assert np.isnan(got[12, 0]) and got[12, 1] == np.inf and got[12, 2] == -np.inf
+    np.testing.assert_array_equal(got[13], [0.0, 1e300, 2])
+    only_ints = FeatureSource(csv_feature_files(paths[:1]))
+    assert only_ints.dtype == np.int64
+    np.testing.assert_array_equal(only_ints.read(2, 9), ints[2:9])
+
+
+@pytest.mark.parametrize("content", [b"", b"\n", b"\n\r\n\n"])
+def test_csv_feature_empty_chunks(tmp_path: Path, csv_window, content: bytes) -> None:
+    paths = [tmp_path / "empty0.csv", tmp_path / "full.csv", tmp_path / "empty1.csv"]
+    paths[0].write_bytes(content)
+    paths[2].write_bytes(content)
+    write_csv_feature(paths[1], np.arange(8).reshape(4, 2))
+    src = FeatureSource(csv_feature_files(paths))
+    assert src.rows == 4 and src.tail_shape == (2,) and src.dtype == np.int64
+    np.testing.assert_array_equal(src.read(0, 4), np.arange(8).reshape(4, 2))
+    alone = FeatureSource(csv_feature_files(paths[:1]))
+    assert alone.rows == 0 and alone.read(0, 0).shape[0] == 0
+
+
+@pytest.mark.parametrize("bad,words", [
+    ("1,x,3", "invalid value 'x'"),
+    ("1,2", "Expected 3 columns, got 2"),
+    ("1,2,3,4", "Expected 3 columns, got 4"),
+    ("1,,3", "invalid value ''"),
+    ("true,false,true", "invalid value 'true'"),
+    ("2024-01-01,1,2", "invalid value '2024-01-01'"),
+])
+def test_csv_feature_bad_row_names_file_and_line(tmp_path: Path, csv_window, bad: str, words: str) -> None:
+    lines = [f"{i},{i + 1},{i + 2}" for i in range(300)]
+    lines[217] = bad
+    p = tmp_path / "bad.csv"
+    p.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError) as info:
+        FeatureSource(csv_feature_files([p]))
+    msg = str(info.value)
+    assert info.value.where == str(p) and "line 218" in msg and words in msg, msg
+    assert "Row #" not in msg   # pyarrow counts rows inside the parsed piece, not the file
+
+
+def test_csv_feature_header_line_is_refused(tmp_path: Path) -> None:
+    p = tmp_path / "header.csv"
+    p.write_text("a,b\n1,2\n3,4\n")
+    with pytest.raises(InputError) as info:
+        FeatureSource(csv_feature_files([p]))
+    assert info.value.where == str(p) and "line 1" in str(info.value) and "no header" in str(info.value)
+
+
+def test_csv_feature_width_differs_between_chunks(tmp_path: Path) -> None:
+    paths = [tmp_path / "a.csv", tmp_path / "b.csv"]
+    paths[0].write_text("1,2\n")
+    paths[1].write_text("1,2,3\n")
+    with pytest.raises(InputError) as info:
+        FeatureSource(csv_feature_files(paths))
+    assert info.value.where == str(paths[1]) and "(3,)" in str(info.value)
+
+
+def test_csv_feature_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(InputError) as info:
+        FeatureSource(csv_feature_files([tmp_path / "gone.csv"]))
+    assert info.value.where == str(tmp_path / "gone.csv") and "does not exist" in str(info.value)
+
+
+def test_csv_feature_consecutive_reads_parse_each_window_once(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(readers, "CSV_WINDOW_BYTES", 200)
+    arr = np.arange(3000).reshape(1000, 3)
+    p = tmp_path / "f.csv"
+    write_csv_feature(p, arr)
+    src = FeatureSource(csv_feature_files([p]))
+    windows = len(readers.csv_feature_layout(p, ",").window_rows) - 1
+    calls = []
+    real = readers._read_csv_numbers
+    monkeypatch.setattr(readers, "_read_csv_numbers", lambda *a, **k: calls.append(a[1]) or real(*a, **k))
+    np.testing.assert_array_equal(read_block_in_batches(src, 0, 1000, 7), arr)
+    assert len(calls) == len(set(calls)) == windows
+
+
+def test_csv_feature_metadata(tmp_path: Path) -> None:
+    """metadata.json accepts {"name": "csv"} features; without a delimiter they use DGL's ','
+    (edges keep the space)."""
+    raw = {"graph_name": "g", "node_type": ["n"], "num_nodes_per_chunk": [[2]],
+           "edge_type": ["n:r:n"], "num_edges_per_chunk": [[1]],
+           "edges": {"n:r:n": {"format": {"name": "csv"}, "data": ["e.csv"]}},
+           "node_data": {"n": {"x": {"format": {"name": "csv"}, "data": ["x.csv"]},
+                               "y": {"format": {"name": "csv", "delimiter": " "}, "data": ["y.csv"]}}}}
+    meta = parse_metadata(raw, tmp_path / "metadata.json")
+    assert meta.etype("n:r:n").files.fmt.delimiter == " "
+    assert meta.node_features("n")["x"].fmt.delimiter == ","
+    assert meta.node_features("n")["y"].fmt.delimiter == " "
+    (tmp_path / "x.csv").write_text("1.5,2\n3,4\n")
+    (tmp_path / "y.csv").write_text("7 8 9\n10 11 12\n")
+    np.testing.assert_array_equal(FeatureSource.expecting(meta.node_features("n")["x"], 2, "n").read(0, 2),
+                                  [[1.5, 2], [3, 4]])
+    np.testing.assert_array_equal(FeatureSource(meta.node_features("n")["y"]).read(1, 2), [[10, 11, 12]])
