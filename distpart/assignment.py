@@ -152,6 +152,15 @@ def parmetis_assignment(comm, meta: GraphMeta, num_parts: int, balance: "Balance
     return Assignment(num_parts, "metis", blocks)
 
 
+def fingerprint(comm, assignment: Assignment, meta: GraphMeta) -> str:
+    """A digest of the whole assignment that does not depend on how it is split across ranks
+    (what resumed runs compare). Collective."""
+    from .resume import assignment_digest, assignment_fingerprint
+    local = sum(assignment_digest(t, assignment.blocks[n].start, assignment.blocks[n].parts)
+                for t, n in enumerate(meta.node_types))
+    return assignment_fingerprint(comm.allreduce(local), assignment.num_parts)
+
+
 # ---------------------------------------------------------------- files
 
 def format_lines(values: np.ndarray) -> bytes:

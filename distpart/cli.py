@@ -101,8 +101,13 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def overwrite_option(sp: argparse.ArgumentParser) -> None:
-    sp.add_argument("--overwrite", action="store_true",
-                    help="replace a previous distpart output in the folder (never files distpart did not write)")
+    """--overwrite and --resume: what to do with a previous run's output in the folder."""
+    g = sp.add_mutually_exclusive_group()
+    g.add_argument("--overwrite", action="store_true",
+                   help="replace a previous distpart output in the folder (never files distpart did not write)")
+    g.add_argument("--resume", action="store_true",
+                   help="continue an interrupted run: keep what it completed (refused if the inputs "
+                        "or options changed), redo the rest")
 
 
 def guard_options(sp: argparse.ArgumentParser) -> None:
@@ -287,22 +292,80 @@ def _claim_output_folders(comm, args: argparse.Namespace, meta) -> None:
     inputs = [meta.path, *(path for _, path in meta.all_files())]
     with agreed(comm):
         if comm.Get_rank() == 0:
-            removals = [r for f in folders for r in plan_removals(f, meta.root, inputs, reads, args.overwrite)]
+            removals = [r for f in folders
+                        for r in plan_removals(f, meta.root, inputs, reads, args.overwrite, args.resume)]
             claim(folders, removals)
+
+
+def _step1_options(args: argparse.Namespace) -> dict:
+    """What Step 1's assignment depends on besides the input (and the number of ranks)."""
+    keys = ("method", "seed", "balance_ntypes", "balance_edges", "balance_feature", "imbalance")
+    recorded = {k: getattr(args, k) for k in keys if hasattr(args, k)}
+    recorded["num_parts"] = args.num_parts
+    return recorded
 
 
 def _recorded_options(args: argparse.Namespace, assignment) -> dict:
     """What the output depends on besides the input, for the manifest."""
-    keys = ("method", "seed", "balance_ntypes", "balance_edges", "balance_feature", "imbalance")
-    recorded = {k: getattr(args, k) for k in keys if hasattr(args, k)}
+    recorded = _step1_options(args) if hasattr(args, "method") else {}
     recorded.update(num_parts=assignment.num_parts, assignment=assignment.algo_name)
     return recorded
 
 
-def _run(comm, args: argparse.Namespace, log) -> None:
-    from .assignment import parmetis_assignment, random_assignment, read_assignment, write_assignment
+def _input_fingerprint(comm, meta) -> str:
+    from .collective import agreed
+    from .manifest import input_fingerprint
+    with agreed(comm):
+        fingerprint = input_fingerprint(meta) if comm.Get_rank() == 0 else None
+    return comm.bcast(fingerprint, root=0)
+
+
+def _step1(comm, args: argparse.Namespace, meta, assign_dir: Path, key, max_bytes: int, log):
+    """Compute and write the assignment, or with --resume read back the one a previous run
+    completed with the same key. Collective."""
+    from .assignment import fingerprint, parmetis_assignment, random_assignment, read_assignment, write_assignment
     from .balance import BalanceOptions
+    from .collective import agreed
+    from .errors import InputError
+    from .resume import RECORD, check_record, remove_record, write_record
+
+    if args.resume:
+        with agreed(comm):
+            record = check_record(assign_dir, key) if comm.Get_rank() == 0 else None
+        record = comm.bcast(record, root=0)
+        if record is not None:
+            with log.stage(comm, "read_assign"):
+                assignment = read_assignment(comm, meta, assign_dir, args.num_parts)
+            with agreed(comm):
+                if fingerprint(comm, assignment, meta) != record.get("digest"):
+                    raise InputError(assign_dir, f"the assignment files differ from what {RECORD} recorded "
+                                                 f"(changed after writing): rerun with --overwrite")
+            if comm.Get_rank() == 0:
+                log.progress.note(f"resume: the assignment in {assign_dir} is complete, kept")
+            return assignment
+    with agreed(comm):
+        if comm.Get_rank() == 0 and Path(assign_dir).is_dir():
+            remove_record(assign_dir)
+    with log.stage(comm, "assign"):
+        if args.method == "random":
+            assignment = random_assignment(comm, meta, args.num_parts, args.seed)
+        else:
+            balance = BalanceOptions(args.balance_ntypes, args.balance_edges,
+                                     tuple(args.balance_feature), args.imbalance)
+            assignment = parmetis_assignment(comm, meta, args.num_parts, balance, args.seed, max_bytes,
+                                             log.progress)
+        write_assignment(comm, assignment, meta, assign_dir)
+        digest = fingerprint(comm, assignment, meta)
+        with agreed(comm):
+            if comm.Get_rank() == 0:
+                write_record(assign_dir, key, digest=digest)
+    return assignment
+
+
+def _run(comm, args: argparse.Namespace, log) -> None:
+    from .assignment import fingerprint, read_assignment
     from .report import report
+    from .resume import RunKey
     from .collective import format_stage_table, write_json
     from .errors import InputError
     from .dispatch import dispatch
@@ -342,24 +405,18 @@ def _run(comm, args: argparse.Namespace, log) -> None:
         _check_resources(comm, args, meta, num_parts, log.progress)
     if args.command in ("assign", "dispatch", "pipeline"):
         _claim_output_folders(comm, args, meta)
+        input_key = _input_fingerprint(comm, meta)
     if args.command == "assign" or args.command == "pipeline":
         assign_dir = args.assign_dir if args.command == "assign" else (args.assign_dir or args.out_dir / "assignment")
-        with log.stage(comm, "assign"):
-            if args.method == "random":
-                assignment = random_assignment(comm, meta, args.num_parts, args.seed)
-            else:
-                balance = BalanceOptions(args.balance_ntypes, args.balance_edges,
-                                         tuple(args.balance_feature), args.imbalance)
-                assignment = parmetis_assignment(comm, meta, args.num_parts, balance, args.seed, max_bytes,
-                                                 log.progress)
-            write_assignment(comm, assignment, meta, assign_dir)
+        assignment = _step1(comm, args, meta, assign_dir, RunKey(input_key, _step1_options(args)), max_bytes, log)
     if args.command == "dispatch":
         with log.stage(comm, "read_assign"):
             assignment = read_assignment(comm, meta, args.assign_dir, num_parts)
         check_layout(assignment.num_parts, comm.Get_size())
     if args.command in ("dispatch", "pipeline"):
-        dispatch(comm, meta, assignment, args.out_dir, max_bytes=max_bytes, log=log,
-                 options=_recorded_options(args, assignment))
+        key = RunKey(input_key, _recorded_options(args, assignment), fingerprint(comm, assignment, meta))
+        dispatch(comm, meta, assignment, args.out_dir, key=key, max_bytes=max_bytes, log=log,
+                 resume=args.resume)
     if args.command == "verify" or (args.command == "pipeline" and args.verify):
         if args.command == "verify":
             with log.stage(comm, "read_assign"):

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Iterator, List, Optional, Tuple
 
+from .faults import pause_point
 from .errors import DistpartError, InputError, OutputError
 from .progress import Progress
 
@@ -62,6 +63,7 @@ class StageLog:
         comm.Barrier()
         t0 = time.perf_counter()
         self.progress.begin_stage(name)
+        pause_point(name, comm.Get_rank())
         try:
             yield
         finally:

@@ -10,6 +10,10 @@ Partition p is built by rank p // (P / R). The flow, every array exchange buffer
 4. edge features follow the same route, tagged with (partition, original edge ID);
 5. each owner builds its local graph with halo nodes and writes the partition files;
    rank 0 writes metadata.json last, so its presence means the output is complete.
+
+Each partition is moved into place with a completion record as soon as it is written; a
+resumed run (`resume=True`) keeps the partitions whose record matches and sends only the
+rows of the others (see `resume`).
 """
 from __future__ import annotations
 
@@ -33,10 +37,14 @@ from .arrays import offsets
 from .exchange import DEFAULT_MAX_BYTES, allreduce_sum, exchange, exscan_sum, group_by_owner, lookup
 from .metadata import GraphMeta
 from .layout import CONFIG_FILE, PART_FILES, STAGED_SUFFIX, PartitionLayout, check_layout, partition_config
-from .manifest import MANIFEST_FILE, build_manifest, file_entry, input_fingerprint, write_manifest
+from .faults import pause_point
+from .manifest import MANIFEST_FILE, build_manifest, check_files, file_entry, write_manifest
 from .progress import Progress
 from .readers import FeatureSource
 from .relabel import local_graph, new_node_ids, range_starts, type_of
+from .resume import RunKey, check_record, remove_record, write_record
+
+FileEntry = Tuple[str, Dict[str, Any]]
 
 @dataclass
 class _Edges:
@@ -57,14 +65,26 @@ class _State:
     edges: Dict[int, List[_Edges]] = field(default_factory=dict)   # own partition -> per etype
     edge_route: List[Tuple[int, np.ndarray]] = field(default_factory=list)  # (first edge ID, partition per edge)
     edge_counts: Optional[np.ndarray] = None   # (P, E), global
+    todo: Optional[np.ndarray] = None          # (P,) bool: partitions this run builds
+
+    def rows_to_build(self, parts: np.ndarray) -> "slice | np.ndarray":
+        """Index of the rows (with these partitions) that go to a partition being built: all
+        of them, as a slice that copies nothing, unless a resumed run reuses partitions."""
+        if self.todo is None or self.todo.all():
+            return slice(None)
+        return np.flatnonzero(self.todo[parts])
+
+    def building(self, parts: range) -> List[int]:
+        return [p for p in parts if self.todo is None or self.todo[p]]
 
 
-def dispatch(comm, meta: GraphMeta, assignment: Assignment, out_dir: Path, *,
+def dispatch(comm, meta: GraphMeta, assignment: Assignment, out_dir: Path, *, key: RunKey,
              max_bytes: int = DEFAULT_MAX_BYTES, log: Optional[StageLog] = None,
-             options: Optional[Mapping[str, Any]] = None) -> dict:
+             resume: bool = False) -> dict:
     """Build and write every partition; returns the partition config (all ranks). Collective.
 
-    `options` (what the run was asked to do) are recorded in the manifest.
+    `key` (input fingerprint, options, assignment fingerprint) goes into the manifest and the
+    partitions' completion records; with `resume`, partitions whose record matches it are kept.
     """
     log = log or StageLog()
     progress = log.progress
@@ -73,17 +93,46 @@ def dispatch(comm, meta: GraphMeta, assignment: Assignment, out_dir: Path, *,
     check_layout(layout.num_parts, layout.nranks)
     mine = layout.parts_of(comm.Get_rank())
     _prepare_output(comm, out_dir, mine)
+    published = _reusable_partitions(comm, out_dir, mine, key, progress) if resume else {}
 
     with log.stage(comm, "relabel"):
         state = _relabel_nodes(comm, meta, assignment)
+        state.todo = np.ones(layout.num_parts, dtype=bool)
+        for parts in comm.allgather(sorted(published)):
+            state.todo[parts] = False
+    building = state.building(mine)
+    if state.todo.any():
+        _send_everything(comm, meta, assignment, state, layout, out_dir, max_bytes, log)
+    else:  # every partition was complete: only the config and manifest are missing
+        state.edge_counts = _gathered_edge_counts(comm, published, layout.num_parts)
+    config = partition_config(meta, assignment, state.node_counts, state.edge_counts)
+    with log.stage(comm, "write"):
+        with agreed(comm), progress.task("partitions", len(building), "partitions"):
+            for p in building:
+                with writing(out_dir / f"part{p}"):
+                    _write_partition(out_dir, p, meta, state)
+                    published[p] = (_publish_partition(out_dir, p, key, state.edge_counts[p]),
+                                    state.edge_counts[p].tolist())
+                progress.advance(1)
+                pause_point("partition-published", comm.Get_rank())
+        _publish(comm, out_dir, [e for p in mine for e in published[p][0]], config, key)
+    return config
+
+
+def _send_everything(comm, meta: GraphMeta, assignment: Assignment, state: _State,
+                     layout: PartitionLayout, out_dir: Path, max_bytes: int, log: StageLog) -> None:
+    """Stages 2-4: every row that belongs to a partition being built reaches its owner,
+    which streams it into the partition's staged files."""
+    progress = log.progress
+    building = state.building(layout.parts_of(comm.Get_rank()))
     with ExitStack() as files:
         with log.stage(comm, "nodes"):
             with agreed(comm), writing(out_dir):
                 nfeat_writers = {p: files.enter_context(TensorDictWriter(
-                    _staged(out_dir, p, "node_feat.dgl"), _count_feats(meta.node_data))) for p in mine}
+                    _staged(out_dir, p, "node_feat.dgl"), _count_feats(meta.node_data))) for p in building}
             orig_nids = _send_nodes(comm, meta, assignment, state, layout, nfeat_writers, max_bytes, progress)
         with agreed(comm), writing(out_dir):
-            for p in mine:
+            for p in building:
                 write_tensor_dict(_staged(out_dir, p, "orig_nids.dgl"), orig_nids[p])
         del orig_nids
         with log.stage(comm, "edges"):
@@ -91,20 +140,11 @@ def dispatch(comm, meta: GraphMeta, assignment: Assignment, out_dir: Path, *,
         with log.stage(comm, "edge_feats"):
             with agreed(comm), writing(out_dir):
                 efeat_writers = {p: files.enter_context(TensorDictWriter(
-                    _staged(out_dir, p, "edge_feat.dgl"), _count_feats(meta.edge_data))) for p in mine}
+                    _staged(out_dir, p, "edge_feat.dgl"), _count_feats(meta.edge_data))) for p in building}
             _send_edge_features(comm, meta, state, layout, efeat_writers, max_bytes, progress)
         # Closing flushes the last bytes, which can fail on a full disk: agree on it.
         with agreed(comm), writing(out_dir):
             files.close()
-    config = partition_config(meta, assignment, state.node_counts, state.edge_counts)
-    with log.stage(comm, "write"):
-        with agreed(comm), progress.task("partitions", len(mine), "partitions"):
-            for p in mine:
-                with writing(out_dir / f"part{p}"):
-                    _write_partition(out_dir, p, meta, state)
-                progress.advance(1)
-        _publish(comm, out_dir, mine, meta, config, options or {})
-    return config
 
 
 def _staged(out_dir: Path, p: int, name: str) -> Path:
@@ -112,24 +152,64 @@ def _staged(out_dir: Path, p: int, name: str) -> Path:
     return out_dir / f"part{p}" / (name + STAGED_SUFFIX)
 
 
-def _publish(comm, out_dir: Path, mine: range, meta: GraphMeta, config: dict,
-             options: Mapping[str, Any]) -> None:
-    """Move each complete partition's files into place, then (rank 0) the manifest, then
-    metadata.json, so that a file under its final name is always whole and metadata.json
-    exists only when every partition does. Collective."""
-    with agreed(comm), writing(out_dir):
-        entries = []
+def _publish_partition(out_dir: Path, p: int, key: RunKey, edge_counts: np.ndarray) -> List[FileEntry]:
+    """Move partition p's complete files into place, then record it complete, so a file under
+    its final name is always whole and a record always vouches for whole files."""
+    entries = []
+    for name in PART_FILES:
+        final = out_dir / f"part{p}" / name
+        os.replace(_staged(out_dir, p, name), final)
+        entries.append(file_entry(out_dir, final))
+    write_record(out_dir / f"part{p}", key, files=dict(entries), edge_counts=edge_counts.tolist())
+    return entries
+
+
+def _reusable_partitions(comm, out_dir: Path, mine: range, key: RunKey,
+                         progress: Progress) -> Dict[int, Tuple[List[FileEntry], List[int]]]:
+    """This rank's partitions that a previous run completed with the same key and whose files
+    are intact: {p: (manifest entries, edge counts per type)}. A record of another run is an
+    error on every rank; a damaged partition is rebuilt. Collective."""
+    from .errors import OutputError
+    reusable = {}
+    with agreed(comm):
         for p in mine:
-            for name in PART_FILES:
-                final = out_dir / f"part{p}" / name
-                os.replace(_staged(out_dir, p, name), final)
-                entries.append(file_entry(out_dir, final))
+            folder = out_dir / f"part{p}"
+            record = check_record(folder, key)
+            if record is None:
+                continue
+            entries = sorted(record.get("files", {}).items())
+            try:
+                check_files(out_dir, entries)
+            except OutputError as e:
+                progress.note(f"resume: rebuilding part{p}: {e}")
+                remove_record(folder)
+                continue
+            reusable[p] = (entries, list(record.get("edge_counts", [])))
+    reused = comm.allreduce(len(reusable))
+    if comm.Get_rank() == 0:
+        progress.note(f"resume: {reused} of {comm.Get_size() * len(mine)} partitions complete "
+                      f"from a previous run, kept")
+    return reusable
+
+
+def _gathered_edge_counts(comm, published: Dict[int, Tuple[List[FileEntry], List[int]]],
+                          num_parts: int) -> np.ndarray:
+    """(P, E) edge counts from the records of reused partitions (every partition reused)."""
+    rows: Dict[int, List[int]] = {}
+    for part in comm.allgather({p: counts for p, (_, counts) in published.items()}):
+        rows.update(part)
+    return np.array([rows[p] for p in range(num_parts)], dtype=np.int64).reshape(num_parts, -1)
+
+
+def _publish(comm, out_dir: Path, entries: List[FileEntry], config: dict, key: RunKey) -> None:
+    """Rank 0 writes the manifest of every partition's files, then metadata.json, so
+    metadata.json exists only when every partition does. Collective."""
     everyone = comm.gather(entries, root=0)  # a few names and sizes per partition
     with agreed(comm), writing(out_dir):
         if comm.Get_rank() == 0:
             text = json.dumps(config, indent=2) + "\n"
             write_manifest(out_dir, build_manifest([e for rank in everyone for e in rank],
-                                                   input_fingerprint(meta), options, text))
+                                                   key.input, key.options, text))
             tmp = out_dir / f".{CONFIG_FILE}.tmp"
             tmp.write_text(text)
             os.replace(tmp, out_dir / CONFIG_FILE)
@@ -187,8 +267,7 @@ def _batches(comm, n: int, batch: int) -> int:
 def _send_nodes(comm, meta, assignment, state: _State, layout: PartitionLayout,
                 writers: Dict[int, TensorDictWriter], max_bytes: int,
                 progress: Progress) -> Dict[int, Dict[str, np.ndarray]]:
-    mine = layout.parts_of(comm.Get_rank())
-    orig_nids: Dict[int, Dict[str, np.ndarray]] = {p: {} for p in mine}
+    orig_nids: Dict[int, Dict[str, np.ndarray]] = {p: {} for p in state.building(layout.parts_of(comm.Get_rank()))}
     rows = sum(len(assignment.blocks[n].parts) * (1 + len(meta.node_features(n))) for n in meta.node_types)
     with progress.task("nodes", rows, "node rows"):
         for t, ntype in enumerate(meta.node_types):
@@ -204,9 +283,12 @@ def _send_node_type(comm, meta, assignment, state: _State, layout: PartitionLayo
     block = assignment.blocks[ntype]
     dest = layout.rank_of(block.parts)
     new = state.new_ids[ntype]
-    (new_r, orig_r), _ = exchange(comm, dest, [new, block.orig_ids], max_bytes)
+    k = state.rows_to_build(block.parts)
+    (new_r, orig_r), _ = exchange(comm, dest[k], [new[k], block.orig_ids[k]], max_bytes)
     groups = _node_groups(new_r, state.node_starts[list(mine), t])
     for i, p in enumerate(mine):
+        if p not in orig_nids:
+            continue
         out = np.empty(state.node_counts[p, t], dtype=np.int64)
         sel = groups[i]
         out[new_r[sel] - state.node_starts[p, t]] = orig_r[sel]
@@ -215,14 +297,18 @@ def _send_node_type(comm, meta, assignment, state: _State, layout: PartitionLayo
     for fname, files in meta.node_features(ntype).items():
         with agreed(comm):
             source = FeatureSource.expecting(files, meta.num_nodes(ntype), f"node type '{ntype}'")
-        outs = {p: np.empty((state.node_counts[p, t], *source.tail_shape), dtype=source.dtype) for p in mine}
+        outs = {p: np.empty((state.node_counts[p, t], *source.tail_shape), dtype=source.dtype)
+                for p in orig_nids}
         batch = _batch_rows(source.row_bytes, max_bytes)
         for b in range(_batches(comm, len(new), batch)):
             lo, hi = min(b * batch, len(new)), min((b + 1) * batch, len(new))
             rows = source.read(block.start + lo, block.start + hi)
-            (new_r, rows_r), _ = exchange(comm, dest[lo:hi], [new[lo:hi], rows], max_bytes)
+            k = state.rows_to_build(block.parts[lo:hi])
+            (new_r, rows_r), _ = exchange(comm, dest[lo:hi][k], [new[lo:hi][k], rows[k]], max_bytes)
             groups = _node_groups(new_r, state.node_starts[list(mine), t])
             for i, p in enumerate(mine):
+                if p not in outs:
+                    continue
                 sel = groups[i]
                 outs[p][new_r[sel] - state.node_starts[p, t]] = rows_r[sel]
             progress.advance(hi - lo)
@@ -280,31 +366,35 @@ def _send_edge_types(comm, meta: GraphMeta, assignment: Assignment, state: _Stat
     mine = layout.parts_of(comm.Get_rank())
     part_starts = np.append(state.node_starts[:, 0], state.node_counts.sum())
     local_counts = np.zeros((layout.num_parts, len(meta.edge_types)), dtype=np.int64)
-    state.edges = {p: [] for p in mine}
+    state.edges = {p: [] for p in state.building(mine)}
     for e, etype in enumerate(meta.edge_types):
         block = read_edge_block(comm, meta, etype, progress, _READ)
         n = len(block.src)
         src_blk, dst_blk = assignment.blocks[etype.src], assignment.blocks[etype.dst]
         dst_new = lookup(comm, block.dst, dst_blk.bounds, state.new_ids[etype.dst], max_bytes)
         progress.advance(n * _LOOKUP)
-        src_new = lookup(comm, block.src, src_blk.bounds, state.new_ids[etype.src], max_bytes)
-        progress.advance(n * _LOOKUP)
-        start, orig = block.start, block.orig_ids
-        del block
         part = (np.searchsorted(part_starts, dst_new, side="right") - 1).astype(np.int32)
-        state.edge_route.append((start, part))
+        # Counted where the edges are read, so partitions a resumed run keeps count too.
+        local_counts[:, e] = np.bincount(part, minlength=layout.num_parts)
+        state.edge_route.append((block.start, part))
+        k = state.rows_to_build(part)
+        src_new = lookup(comm, block.src[k], src_blk.bounds, state.new_ids[etype.src], max_bytes)
+        progress.advance(n * _LOOKUP)
+        orig = block.orig_ids[k]
+        del block
         (orig_r, src_r, dst_r, part_r), _ = exchange(
-            comm, layout.rank_of(part), [orig, src_new, dst_new, part], max_bytes)
+            comm, layout.rank_of(part[k]), [orig, src_new, dst_new[k], part[k]], max_bytes)
         del orig, src_new, dst_new
         groups = by_partition(part_r - mine.start, len(mine)) if len(mine) > 1 else None
         for i, p in enumerate(mine):
+            if p not in state.edges:
+                continue
             if groups is not None:
                 sel = groups[i]
                 edges = _Edges(orig_r[sel], src_r[sel], dst_r[sel])
             else:
                 edges = _Edges(orig_r, src_r, dst_r)
             state.edges[p].append(_sorted_by_orig(edges))
-            local_counts[p, e] = len(edges.orig)
         del orig_r, src_r, dst_r, part_r
         progress.advance(n * _SEND)
     state.edge_counts = allreduce_sum(comm, local_counts)
@@ -340,17 +430,20 @@ def _send_edge_type_features(comm, meta: GraphMeta, state: _State, layout: Parti
         with agreed(comm):
             source = FeatureSource.expecting(files, etype.count, f"edge type '{etype.name}'")
         outs = {p: np.empty((len(state.edges[p][e].orig), *source.tail_shape), dtype=source.dtype)
-                for p in mine}
+                for p in state.edges}
         batch = _batch_rows(source.row_bytes, max_bytes)
         n = len(part)
         for b in range(_batches(comm, n, batch)):
             lo, hi = min(b * batch, n), min((b + 1) * batch, n)
             rows = source.read(start + lo, start + hi)
             ids = np.arange(start + lo, start + hi, dtype=np.int64)
-            (ids_r, part_r, rows_r), _ = exchange(comm, layout.rank_of(part[lo:hi]),
-                                                  [ids, part[lo:hi], rows], max_bytes)
+            k = state.rows_to_build(part[lo:hi])
+            (ids_r, part_r, rows_r), _ = exchange(comm, layout.rank_of(part[lo:hi][k]),
+                                                  [ids[k], part[lo:hi][k], rows[k]], max_bytes)
             groups = by_partition(part_r - mine.start, len(mine))
             for i, p in enumerate(mine):
+                if p not in outs:
+                    continue
                 sel = groups[i]
                 outs[p][np.searchsorted(state.edges[p][e].orig, ids_r[sel])] = rows_r[sel]
             progress.advance(hi - lo)

@@ -40,15 +40,27 @@ class Holder:
         return f"host {self.host}, PID {self.pid}, started {self.started}, running `{self.command}`"
 
 
-def process_start(pid: int) -> Optional[int]:
-    """The kernel's start time of process `pid`, or None where /proc does not tell."""
+def _proc_stat(pid: int) -> Optional[List[str]]:
+    """Fields 3.. of /proc/<pid>/stat (state first), or None where /proc does not tell."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
     # The command name (field 2) may contain spaces and parentheses: split after its last ')'.
-    fields = stat[stat.rindex(")") + 2:].split()
-    return int(fields[19])
+    return stat[stat.rindex(")") + 2:].split()
+
+
+def process_start(pid: int) -> Optional[int]:
+    """The kernel's start time of process `pid`, or None where /proc does not tell."""
+    fields = _proc_stat(pid)
+    return int(fields[19]) if fields else None
+
+
+def is_zombie(pid: int) -> bool:
+    """A killed process nobody has reaped yet (its parent died too): gone, though kill(pid, 0)
+    still succeeds. Containers whose PID 1 does not reap leave these for a long time."""
+    fields = _proc_stat(pid)
+    return bool(fields) and fields[0] in ("Z", "X")
 
 
 def current_holder(command: str) -> Holder:
@@ -67,6 +79,8 @@ def is_stale(holder: Holder, host: Optional[str] = None) -> bool:
         return True
     except PermissionError:
         pass  # alive, under another user
+    if is_zombie(holder.pid):
+        return True
     return holder.proc_start is not None and process_start(holder.pid) not in (None, holder.proc_start)
 
 

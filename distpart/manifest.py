@@ -37,11 +37,15 @@ def file_entry(root: Path, path: Path) -> Tuple[str, Dict[str, Any]]:
 
 def input_fingerprint(meta: GraphMeta) -> str:
     """A cheap fingerprint of the input: metadata.json's bytes and each data file's name,
-    size and modification time (hashing terabytes of input is not cheap)."""
+    size and modification time (hashing terabytes of input is not cheap). Names are relative
+    to the input folder, so the same input reached from another working directory matches."""
     h = hashlib.sha256(Path(meta.path).read_bytes())
+    root = meta.root.resolve()
     for _, path in meta.all_files():
-        st = os.stat(path)
-        h.update(f"\0{os.fspath(path)}\0{st.st_size}\0{st.st_mtime_ns}".encode())
+        real = Path(path).resolve()
+        name = real.relative_to(root).as_posix() if root in real.parents else os.fspath(real)
+        st = os.stat(real)
+        h.update(f"\0{name}\0{st.st_size}\0{st.st_mtime_ns}".encode())
     return h.hexdigest()
 
 

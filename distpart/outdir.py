@@ -11,7 +11,8 @@ folders a command writes (partitions: OUT_DIR; an assignment: ASSIGN_DIR) are ch
   `metadata.json` or `<ntype>.txt` belongs to someone else and the run is refused;
 * a previous distpart output is replaced only with `--overwrite`, which first removes what
   that run wrote (including `part<p>/` folders of a run with more partitions), never what
-  the current run reads.
+  the current run reads; or continued with `--resume`, which keeps it for the stages to
+  check (see `resume`).
 
 Pure file operations; the CLI runs them on rank 0 inside `agreed`.
 """
@@ -28,12 +29,13 @@ from typing import Iterable, List, Sequence
 from .errors import InputError
 from .layout import CONFIG_FILE
 from .lock import LOCK_NAME
+from .resume import RECORD
 
 MARKER = ".distpart-owner"
 PARTITIONS, ASSIGNMENT = "partitions", "assignment"
 
 _PARTITION_NAMES = re.compile(r"^(part\d+|\.metadata\.json\.tmp|report\.json|distpart-manifest\.json)$")
-_ASSIGNMENT_FILES = ("partition_meta.json", ".partition_meta.json.tmp")
+_ASSIGNMENT_FILES = ("partition_meta.json", ".partition_meta.json.tmp", RECORD, f"{RECORD}.tmp")
 
 
 @dataclass(frozen=True)
@@ -60,7 +62,7 @@ def _inside(path: Path, folder: Path) -> bool:
 
 
 def plan_removals(folder: OutputFolder, input_root: Path, input_files: Iterable[Path],
-                  reads: Sequence[Path], overwrite: bool) -> List[Path]:
+                  reads: Sequence[Path], overwrite: bool, resume: bool = False) -> List[Path]:
     """Check one output folder; return what `--overwrite` must remove first (else []).
 
     `input_files`: every file of the input graph (metadata.json included); `reads`: other
@@ -88,9 +90,12 @@ def plan_removals(folder: OutputFolder, input_root: Path, input_files: Iterable[
     if not (where / MARKER).is_file():
         raise InputError(where / present[0], "exists and was not written by distpart: refusing to "
                                              "replace it (choose another output folder)")
+    if resume:
+        return []
     if not overwrite:
         raise InputError(where, f"holds the output of a previous distpart run ({', '.join(present[:4])}"
-                                f"{', ...' if len(present) > 4 else ''}): pass --overwrite to replace it")
+                                f"{', ...' if len(present) > 4 else ''}): pass --overwrite to replace it, "
+                                f"or --resume to continue it")
     return [where / n for n in present]
 
 

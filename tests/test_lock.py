@@ -75,3 +75,20 @@ def test_release_leaves_a_lock_someone_else_took(tmp_path):
     (tmp_path / LOCK_NAME).write_text(json.dumps(other.__dict__))
     lock.release()
     assert read_holder(tmp_path / LOCK_NAME) == other
+
+
+def test_an_unreaped_killed_holder_is_stale():
+    """A SIGKILLed run whose parent died too stays a zombie where PID 1 does not reap (many
+    containers): kill(pid, 0) still succeeds, yet the run is gone."""
+    import time
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        for _ in range(500):  # exited but not yet waited for: a zombie
+            with open(f"/proc/{child.pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    break
+            time.sleep(0.01)
+        holder = Holder(socket.gethostname(), child.pid, "then", None, "distpart pipeline")
+        assert is_stale(holder)
+    finally:
+        child.wait()

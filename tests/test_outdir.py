@@ -63,11 +63,22 @@ def test_previous_output_needs_overwrite_which_removes_only_ours(tmp_path, graph
     (out / "metadata.json").write_text("{}")
     (out / "notes.md").write_text("mine")
     with pytest.raises(InputError, match=r"previous distpart run \(assignment, metadata.json, part0, part1, \.\.\.\): "
-                                         r"pass --overwrite"):
+                                         r"pass --overwrite to replace it, or --resume"):
         plan_removals(folder, root, files, [], overwrite=False)
+    # --resume keeps the previous output for the stages to check; --overwrite clears it.
+    assert plan_removals(folder, root, files, [], overwrite=False, resume=True) == []
     removals = plan_removals(folder, root, files, [], overwrite=True)
     claim([folder], removals)
     assert sorted(p.name for p in out.iterdir()) == [MARKER, "notes.md"]
+
+
+def test_resume_never_adopts_a_foreign_folder(tmp_path, graph):
+    root, files = graph
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "metadata.json").write_text("{}")
+    with pytest.raises(InputError, match="was not written by distpart"):
+        plan_removals(OutputFolder(out, PARTITIONS), root, files, [], overwrite=False, resume=True)
 
 
 def test_overwrite_never_removes_what_the_run_reads(tmp_path, graph):

@@ -1,0 +1,185 @@
+"""Kill a run with SIGKILL and resume it: the output equals an uninterrupted run's, byte for byte.
+
+The kill points are reached with `DISTPART_PAUSE_AT` (rank 0 stops itself at a named point,
+see distpart/faults.py); the test then SIGKILLs mpiexec and every rank, as a node failure or
+`scancel -s KILL` would, so each kill lands at a known place however fast the machine is.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Dict
+
+import pytest
+
+from conftest import distpart, mpi_command, mpi_env
+
+psutil = pytest.importorskip("psutil")
+
+PARTS = 4
+# (pause point, what the killed run must have left complete)
+KILL_POINTS = ("assign", "edges", "partition-published")
+
+
+def tree(folder: Path) -> Dict[str, bytes]:
+    """Every file under folder (hidden ones included) with its bytes; the lock is not output."""
+    return {p.relative_to(folder).as_posix(): p.read_bytes()
+            for p in sorted(folder.rglob("*")) if p.is_file() and p.name != ".distpart.lock"}
+
+
+def kill_at(point: str, nranks: int, argv, timeout: float = 120) -> str:
+    """Run distpart until rank 0 pauses at `point`, then SIGKILL mpiexec and all its ranks."""
+    env = dict(mpi_env(), DISTPART_PAUSE_AT=point)
+    proc = subprocess.Popen(mpi_command(nranks, argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, env=env, start_new_session=True)
+    lines = []
+    deadline = time.monotonic() + timeout
+    try:
+        for line in proc.stdout:
+            lines.append(line)
+            if f"paused at {point}" in line or time.monotonic() > deadline:
+                break
+        assert any(f"paused at {point}" in x for x in lines), "never reached the kill point:\n" + "".join(lines)
+        victims = psutil.Process(proc.pid).children(recursive=True)
+        assert sum("distpart.cli" in " ".join(v.cmdline()) for v in victims) == nranks
+        for victim in [psutil.Process(proc.pid), *victims]:
+            victim.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        psutil.wait_procs(victims, timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    return "".join(lines)
+
+
+@pytest.fixture(scope="module")
+def reference(example_dir, tmp_path_factory):
+    """One uninterrupted pipeline run per rank count (ParMETIS's result depends on the ranks)."""
+    runs = {}
+
+    def get(nranks: int) -> Dict[str, bytes]:
+        if nranks not in runs:
+            out = tmp_path_factory.mktemp(f"reference{nranks}") / "out"
+            distpart(nranks, "pipeline", example_dir, out, "--num-parts", PARTS)
+            runs[nranks] = tree(out)
+        return runs[nranks]
+    return get
+
+
+@pytest.mark.parametrize("nranks", [2, 4])
+@pytest.mark.parametrize("point", KILL_POINTS)
+def test_killed_and_resumed_equals_uninterrupted(example_dir, tmp_path, reference, nranks, point):
+    out = tmp_path / "out"
+    argv = ["pipeline", example_dir, out, "--num-parts", PARTS]
+    kill_at(point, nranks, argv)
+    assert not (out / "metadata.json").exists(), "a killed run left a complete-looking output"
+    done = sorted(p.parent.name for p in out.glob("part*/.distpart-complete.json"))
+    if point == "partition-published":
+        # Rank 0 stopped after its first partition; on 2 ranks its second is not complete (on
+        # 4 ranks it has just one: every partition is complete, only the manifest is missing).
+        assert "part0" in done and (len(done) < PARTS or nranks == PARTS), done
+    else:
+        assert done == []
+    assert (out / "assignment" / ".distpart-complete.json").exists() == (point != "assign")
+
+    run = distpart(nranks, *argv, "--resume")
+    assert tree(out) == reference(nranks)
+    if point != "assign":
+        assert "resume: the assignment in" in run.stderr and "stage assign started" not in run.stderr
+    if point == "partition-published":
+        assert f"resume: {len(done)} of {PARTS} partitions complete" in run.stderr
+
+
+def test_resume_on_other_rank_count(example_dir, tmp_path):
+    """The output does not depend on the ranks, so a run killed on 2 ranks resumes on 4."""
+    ref = tmp_path / "ref"
+    distpart(1, "pipeline", example_dir, ref, "--num-parts", PARTS, "--method", "random")
+    out = tmp_path / "out"
+    argv = ["pipeline", example_dir, out, "--num-parts", PARTS, "--method", "random"]
+    kill_at("partition-published", 2, argv)
+    distpart(4, *argv, "--resume")
+    assert tree(out) == tree(ref)
+
+
+@pytest.fixture
+def completed(example_dir, tmp_path):
+    in_dir = tmp_path / "in"
+    shutil.copytree(example_dir, in_dir)
+    out = tmp_path / "out"
+    distpart(2, "pipeline", in_dir, out, "--num-parts", PARTS, "--method", "random")
+    return in_dir, out
+
+
+def test_resume_of_complete_output_redoes_nothing(completed):
+    in_dir, out = completed
+    before = tree(out)
+    run = distpart(2, "pipeline", in_dir, out, "--num-parts", PARTS, "--method", "random", "--resume")
+    assert f"resume: {PARTS} of {PARTS} partitions complete" in run.stderr
+    for stage in ("assign", "nodes", "edges", "edge_feats"):
+        assert f"stage {stage} started" not in run.stderr
+    assert tree(out) == before
+
+
+def test_damaged_partition_is_rebuilt(completed):
+    in_dir, out = completed
+    before = tree(out)
+    victim = out / "part1" / "node_feat.dgl"
+    victim.write_bytes(victim.read_bytes()[:-8] + b"\0" * 8)  # same size, other bytes
+    run = distpart(2, "pipeline", in_dir, out, "--num-parts", PARTS, "--method", "random", "--resume")
+    assert "resume: rebuilding part1" in run.stderr
+    assert f"resume: {PARTS - 1} of {PARTS} partitions complete" in run.stderr
+    assert tree(out) == before
+
+
+@pytest.mark.parametrize("change", ["seed", "num-parts", "input", "assignment"])
+def test_resume_refuses_changed_inputs_or_options(completed, change):
+    in_dir, out = completed
+    (out / "metadata.json").unlink()  # as if killed while publishing
+    args = ["pipeline", in_dir, out, "--num-parts", PARTS, "--method", "random", "--resume"]
+    if change == "seed":
+        args += ["--seed", "7"]
+        expect = "option seed: 0 then, 7 now"
+    elif change == "num-parts":
+        args[4] = 2 * PARTS
+        expect = f"option num_parts: {PARTS} then, {2 * PARTS} now"
+    elif change == "input":
+        chunk = next(p for p in in_dir.rglob("*") if p.is_file() and p.name != "metadata.json")
+        os.utime(chunk, ns=(time.time_ns(), time.time_ns() + 10**9))
+        expect = "the input graph changed"
+    else:
+        first = out / "assignment" / "author.txt"
+        lines = first.read_text().splitlines()
+        lines[0] = str((int(lines[0]) + 1) % PARTS)
+        first.write_text("\n".join(lines) + "\n")
+        expect = "the assignment files differ"
+    before = tree(out)
+    run = distpart(2, *args, ok=False)
+    assert run.returncode == 2 and expect in run.stderr, run.output
+    assert "Traceback" not in run.output
+    assert tree(out) == before  # nothing rewritten, nothing removed
+
+
+def test_resume_and_overwrite_exclude_each_other(example_dir, tmp_path):
+    run = distpart(1, "pipeline", example_dir, tmp_path / "o", "--num-parts", 2, "--resume", "--overwrite",
+                   ok=False)
+    assert run.returncode == 2 and "not allowed with argument" in run.stderr
+
+
+def test_dispatch_resume_keeps_complete_partitions(example_dir, tmp_path):
+    """`dispatch --resume` alone (the assignment made separately)."""
+    assign = tmp_path / "assign"
+    distpart(2, "assign", example_dir, assign, "--num-parts", PARTS, "--method", "random")
+    ref, out = tmp_path / "ref", tmp_path / "out"
+    distpart(2, "dispatch", example_dir, assign, ref)
+    kill_at("partition-published", 2, ["dispatch", example_dir, assign, out])
+    run = distpart(2, "dispatch", example_dir, assign, out, "--resume")
+    assert "partitions complete from a previous run" in run.stderr
+    assert tree(out) == tree(ref)
+    manifest = json.loads((out / "distpart-manifest.json").read_text())
+    assert manifest["options"] == {"num_parts": PARTS, "assignment": "random"}
