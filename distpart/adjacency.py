@@ -9,7 +9,7 @@ destination's in-degree, the number of edges that vertex's partition will keep.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import numpy as np
 
@@ -19,6 +19,9 @@ from .exchange import DEFAULT_MAX_BYTES, exchange
 from .metadata import GraphMeta
 from .progress import Progress
 from .readers import block_bounds
+
+if TYPE_CHECKING:
+    from mpi4py.MPI import Intracomm
 
 
 @dataclass
@@ -59,7 +62,7 @@ def csr_from_pairs(rows: np.ndarray, cols: np.ndarray, nrows: int,
     return xadj, cols_s.astype(np.int64, copy=False)
 
 
-def build_csr(comm, meta: GraphMeta, max_bytes: int = DEFAULT_MAX_BYTES,
+def build_csr(comm: Intracomm, meta: GraphMeta, max_bytes: int = DEFAULT_MAX_BYTES,
               progress: Optional[Progress] = None) -> DistributedCSR:
     """Read every edge block and route both directions of each edge to its row's owner. Collective."""
     progress = progress or Progress.off()
@@ -68,7 +71,7 @@ def build_csr(comm, meta: GraphMeta, max_bytes: int = DEFAULT_MAX_BYTES,
         return _build_csr(comm, meta, max_bytes, progress)
 
 
-def _build_csr(comm, meta: GraphMeta, max_bytes: int, progress: Progress) -> DistributedCSR:
+def _build_csr(comm: Intracomm, meta: GraphMeta, max_bytes: int, progress: Progress) -> DistributedCSR:
     offsets = type_offsets(meta)
     vtxdist = block_bounds(int(offsets[-1]), comm.Get_size())
     lo, hi = int(vtxdist[comm.Get_rank()]), int(vtxdist[comm.Get_rank() + 1])

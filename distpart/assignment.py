@@ -31,6 +31,7 @@ from .progress import Progress
 from .readers import block_bounds, read_csv_ints
 
 if TYPE_CHECKING:
+    from mpi4py.MPI import Intracomm
     from .balance import BalanceOptions
 
 META_FILE = "partition_meta.json"
@@ -97,7 +98,7 @@ def random_parts(ids: np.ndarray, n: int, num_parts: int, seed: int, type_index:
     return keyed_permutation(ids, n, seed * 7919 + type_index) % num_parts
 
 
-def random_assignment(comm, meta: GraphMeta, num_parts: int, seed: int) -> Assignment:
+def random_assignment(comm: Intracomm, meta: GraphMeta, num_parts: int, seed: int) -> Assignment:
     """Each rank computes its canonical block of every type. Collective (for the bounds)."""
     rank, size = comm.Get_rank(), comm.Get_size()
     blocks = {}
@@ -116,7 +117,7 @@ def random_assignment(comm, meta: GraphMeta, num_parts: int, seed: int) -> Assig
 PARMETIS_S_PER_ARC = 2.5e-6
 
 
-def parmetis_assignment(comm, meta: GraphMeta, num_parts: int, balance: "BalanceOptions",
+def parmetis_assignment(comm: Intracomm, meta: GraphMeta, num_parts: int, balance: "BalanceOptions",
                         seed: int = 0, max_bytes: int = DEFAULT_MAX_BYTES,
                         progress: Optional[Progress] = None) -> Assignment:
     """ParMETIS on the symmetrized homogeneous graph, split back into per-type blocks. Collective."""
@@ -152,7 +153,7 @@ def parmetis_assignment(comm, meta: GraphMeta, num_parts: int, balance: "Balance
     return Assignment(num_parts, "metis", blocks)
 
 
-def fingerprint(comm, assignment: Assignment, meta: GraphMeta) -> str:
+def fingerprint(comm: Intracomm, assignment: Assignment, meta: GraphMeta) -> str:
     """A digest of the whole assignment that does not depend on how it is split across ranks
     (what resumed runs compare). Collective."""
     from .resume import assignment_digest, assignment_fingerprint
@@ -173,7 +174,7 @@ def format_lines(values: np.ndarray) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
-def write_assignment(comm, assignment: Assignment, meta: GraphMeta, out_dir: Path) -> None:
+def write_assignment(comm: Intracomm, assignment: Assignment, meta: GraphMeta, out_dir: Path) -> None:
     """Write `<ntype>.txt` for every type and partition_meta.json. Collective."""
     from mpi4py import MPI
 
@@ -219,7 +220,7 @@ def read_partition_meta(assign_dir: Path) -> Optional[dict]:
     return obj
 
 
-def read_assignment(comm, meta: GraphMeta, assign_dir: Path,
+def read_assignment(comm: Intracomm, meta: GraphMeta, assign_dir: Path,
                     num_parts: Optional[int] = None) -> Assignment:
     """Read every type's assignment file, each rank a byte block of each. Collective.
 

@@ -8,7 +8,7 @@ that `dispatch` and `verify` catch bad input without a separate pass over the ed
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 
@@ -19,6 +19,9 @@ from .exchange import allgather_int64, allreduce_sum, exscan_sum
 from .metadata import EdgeType, GraphMeta
 from .progress import Progress
 from .readers import edge_file_sizes, pieces_of_block, read_edge_piece
+
+if TYPE_CHECKING:
+    from mpi4py.MPI import Intracomm
 
 
 @dataclass
@@ -34,7 +37,7 @@ class EdgeBlock:
         return np.arange(self.start, self.start + len(self.src), dtype=np.int64)
 
 
-def read_edge_block(comm, meta: GraphMeta, etype: EdgeType, progress: Optional[Progress] = None,
+def read_edge_block(comm: Intracomm, meta: GraphMeta, etype: EdgeType, progress: Optional[Progress] = None,
                     weight: float = 1.0) -> EdgeBlock:
     """Read and check this rank's block of `etype`'s edges. Collective.
 
@@ -77,7 +80,7 @@ def _check_range(ids: np.ndarray, n: int, path, what: str, row0) -> None:
     raise InputError(path, f"edge endpoint {int(ids[bad])}{at} is outside [0, {n}) of the {what}")
 
 
-def rank_bounds(comm, start: int, total: int) -> np.ndarray:
+def rank_bounds(comm: Intracomm, start: int, total: int) -> np.ndarray:
     """Boundaries (length nranks+1) of contiguous per-rank ID blocks, from each rank's start."""
     starts = allgather_int64(comm, np.array([start]))[:, 0]
     return np.concatenate([starts, [total]]).astype(np.int64)

@@ -12,9 +12,12 @@ import os
 import sys
 import traceback
 from pathlib import Path
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 from .errors import DistpartError
+
+if TYPE_CHECKING:
+    from mpi4py.MPI import Intracomm
 
 EXIT_USER_ERROR = 2
 
@@ -257,7 +260,7 @@ def _run_serial(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_resources(comm, args: argparse.Namespace, meta, num_parts: Optional[int], progress) -> None:
+def _check_resources(comm: Intracomm, args: argparse.Namespace, meta, num_parts: Optional[int], progress) -> None:
     """Refuse before any work when the output cannot fit or dispatch would exceed
     --max-memory-gb (estimates from the metadata). Collective."""
     from .collective import agreed
@@ -273,7 +276,7 @@ def _check_resources(comm, args: argparse.Namespace, meta, num_parts: Optional[i
             check_memory(rss, args.max_memory_gb)
 
 
-def _claim_output_folders(comm, args: argparse.Namespace, meta) -> None:
+def _claim_output_folders(comm: Intracomm, args: argparse.Namespace, meta) -> None:
     """Refuse folders whose files distpart must not replace; clear a previous output with
     --overwrite; mark the folders as distpart's. Before the first write. Collective."""
     from .collective import agreed
@@ -312,7 +315,7 @@ def _recorded_options(args: argparse.Namespace, assignment) -> dict:
     return recorded
 
 
-def _input_fingerprint(comm, meta) -> str:
+def _input_fingerprint(comm: Intracomm, meta) -> str:
     from .collective import agreed
     from .manifest import input_fingerprint
     with agreed(comm):
@@ -320,7 +323,7 @@ def _input_fingerprint(comm, meta) -> str:
     return comm.bcast(fingerprint, root=0)
 
 
-def _step1(comm, args: argparse.Namespace, meta, assign_dir: Path, key, max_bytes: int, log):
+def _step1(comm: Intracomm, args: argparse.Namespace, meta, assign_dir: Path, key, max_bytes: int, log):
     """Compute and write the assignment, or with --resume read back the one a previous run
     completed with the same key. Collective."""
     from .assignment import fingerprint, parmetis_assignment, random_assignment, read_assignment, write_assignment
@@ -362,7 +365,7 @@ def _step1(comm, args: argparse.Namespace, meta, assign_dir: Path, key, max_byte
     return assignment
 
 
-def _run(comm, args: argparse.Namespace, log) -> None:
+def _run(comm: Intracomm, args: argparse.Namespace, log) -> None:
     from .assignment import fingerprint, read_assignment
     from .report import report
     from .resume import RunKey

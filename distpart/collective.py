@@ -13,17 +13,20 @@ import sys
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterator, List, Optional, Tuple
+from typing import TYPE_CHECKING, Iterator, List, Optional, Tuple
 
 from .faults import pause_point
 from .errors import DistpartError, InputError, OutputError
 from .progress import Progress
 
+if TYPE_CHECKING:
+    from mpi4py.MPI import Intracomm
+
 _KINDS = {"InputError": InputError, "OutputError": OutputError}
 
 
 @contextmanager
-def agreed(comm) -> Iterator[None]:
+def agreed(comm: Intracomm) -> Iterator[None]:
     """Run a rank-local block; raise on every rank the first error any rank hit in it.
 
     Only DistpartError is agreed on; other exceptions are bugs and propagate (the CLI then
@@ -59,7 +62,7 @@ class StageLog:
     progress: Progress = field(default_factory=Progress.off)
 
     @contextmanager
-    def stage(self, comm, name: str) -> Iterator[None]:
+    def stage(self, comm: Intracomm, name: str) -> Iterator[None]:
         comm.Barrier()
         t0 = time.perf_counter()
         self.progress.begin_stage(name)
@@ -71,7 +74,7 @@ class StageLog:
         comm.Barrier()
         self.stages.append((name, time.perf_counter() - t0, peak_rss_bytes()))
 
-    def gather(self, comm) -> Optional[dict]:
+    def gather(self, comm: Intracomm) -> Optional[dict]:
         """{"ranks": R, "stages": [{"stage", "wall_s", "peak_rss_mb": [per rank]}]} on rank 0."""
         everyone = comm.gather(self.stages, root=0)
         if comm.Get_rank() != 0:

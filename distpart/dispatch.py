@@ -22,7 +22,7 @@ import os
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 import numpy as np
 from mpi4py import MPI
@@ -33,16 +33,18 @@ from .collective import StageLog, agreed
 from .dglformat import TensorDictWriter, to_storable, write_graph, write_tensor_dict
 from .errors import InputError
 from .guards import writing
-from .arrays import offsets
-from .exchange import DEFAULT_MAX_BYTES, allreduce_sum, exchange, exscan_sum, group_by_owner, lookup
+from .exchange import DEFAULT_MAX_BYTES, allreduce_sum, exchange, exscan_sum, lookup
 from .metadata import GraphMeta
 from .layout import CONFIG_FILE, PART_FILES, STAGED_SUFFIX, PartitionLayout, check_layout, partition_config
 from .faults import pause_point
 from .manifest import MANIFEST_FILE, build_manifest, check_files, file_entry, write_manifest
 from .progress import Progress
 from .readers import FeatureSource
-from .relabel import local_graph, new_node_ids, range_starts, type_of
+from .relabel import by_partition, local_graph, new_node_ids, node_groups, range_starts, type_of
 from .resume import RunKey, check_record, remove_record, write_record
+
+if TYPE_CHECKING:
+    from mpi4py.MPI import Intracomm
 
 FileEntry = Tuple[str, Dict[str, Any]]
 
@@ -78,7 +80,7 @@ class _State:
         return [p for p in parts if self.todo is None or self.todo[p]]
 
 
-def dispatch(comm, meta: GraphMeta, assignment: Assignment, out_dir: Path, *, key: RunKey,
+def dispatch(comm: Intracomm, meta: GraphMeta, assignment: Assignment, out_dir: Path, *, key: RunKey,
              max_bytes: int = DEFAULT_MAX_BYTES, log: Optional[StageLog] = None,
              resume: bool = False) -> dict:
     """Build and write every partition; returns the partition config (all ranks). Collective.
@@ -119,7 +121,7 @@ def dispatch(comm, meta: GraphMeta, assignment: Assignment, out_dir: Path, *, ke
     return config
 
 
-def _send_everything(comm, meta: GraphMeta, assignment: Assignment, state: _State,
+def _send_everything(comm: Intracomm, meta: GraphMeta, assignment: Assignment, state: _State,
                      layout: PartitionLayout, out_dir: Path, max_bytes: int, log: StageLog) -> None:
     """Stages 2-4: every row that belongs to a partition being built reaches its owner,
     which streams it into the partition's staged files."""
@@ -164,7 +166,7 @@ def _publish_partition(out_dir: Path, p: int, key: RunKey, edge_counts: np.ndarr
     return entries
 
 
-def _reusable_partitions(comm, out_dir: Path, mine: range, key: RunKey,
+def _reusable_partitions(comm: Intracomm, out_dir: Path, mine: range, key: RunKey,
                          progress: Progress) -> Dict[int, Tuple[List[FileEntry], List[int]]]:
     """This rank's partitions that a previous run completed with the same key and whose files
     are intact: {p: (manifest entries, edge counts per type)}. A record of another run is an
@@ -192,7 +194,7 @@ def _reusable_partitions(comm, out_dir: Path, mine: range, key: RunKey,
     return reusable
 
 
-def _gathered_edge_counts(comm, published: Dict[int, Tuple[List[FileEntry], List[int]]],
+def _gathered_edge_counts(comm: Intracomm, published: Dict[int, Tuple[List[FileEntry], List[int]]],
                           num_parts: int) -> np.ndarray:
     """(P, E) edge counts from the records of reused partitions (every partition reused)."""
     rows: Dict[int, List[int]] = {}
@@ -201,7 +203,7 @@ def _gathered_edge_counts(comm, published: Dict[int, Tuple[List[FileEntry], List
     return np.array([rows[p] for p in range(num_parts)], dtype=np.int64).reshape(num_parts, -1)
 
 
-def _publish(comm, out_dir: Path, entries: List[FileEntry], config: dict, key: RunKey) -> None:
+def _publish(comm: Intracomm, out_dir: Path, entries: List[FileEntry], config: dict, key: RunKey) -> None:
     """Rank 0 writes the manifest of every partition's files, then metadata.json, so
     metadata.json exists only when every partition does. Collective."""
     everyone = comm.gather(entries, root=0)  # a few names and sizes per partition
@@ -219,7 +221,7 @@ def _count_feats(groups) -> int:
     return sum(len(feats) for feats in groups.values())
 
 
-def _prepare_output(comm, out_dir: Path, mine: range) -> None:
+def _prepare_output(comm: Intracomm, out_dir: Path, mine: range) -> None:
     """Remove a stale metadata.json and manifest first: an interrupted rerun must not look complete."""
     with agreed(comm):
         try:
@@ -239,7 +241,7 @@ def _prepare_output(comm, out_dir: Path, mine: range) -> None:
 
 # ---------------------------------------------------------------- 1. relabel
 
-def _relabel_nodes(comm, meta: GraphMeta, assignment: Assignment) -> _State:
+def _relabel_nodes(comm: Intracomm, meta: GraphMeta, assignment: Assignment) -> _State:
     num_parts, ntypes = assignment.num_parts, meta.node_types
     local = np.zeros((num_parts, len(ntypes)), dtype=np.int64)
     for t, ntype in enumerate(ntypes):
@@ -259,12 +261,12 @@ def _batch_rows(row_bytes: int, max_bytes: int) -> int:
     return max(1, (max_bytes // 2) // max(row_bytes, 1))
 
 
-def _batches(comm, n: int, batch: int) -> int:
+def _batches(comm: Intracomm, n: int, batch: int) -> int:
     """Number of batches every rank must run so that collectives match across ranks."""
     return comm.allreduce(-(-n // batch), op=MPI.MAX)
 
 
-def _send_nodes(comm, meta, assignment, state: _State, layout: PartitionLayout,
+def _send_nodes(comm: Intracomm, meta, assignment, state: _State, layout: PartitionLayout,
                 writers: Dict[int, TensorDictWriter], max_bytes: int,
                 progress: Progress) -> Dict[int, Dict[str, np.ndarray]]:
     orig_nids: Dict[int, Dict[str, np.ndarray]] = {p: {} for p in state.building(layout.parts_of(comm.Get_rank()))}
@@ -276,7 +278,7 @@ def _send_nodes(comm, meta, assignment, state: _State, layout: PartitionLayout,
     return orig_nids
 
 
-def _send_node_type(comm, meta, assignment, state: _State, layout: PartitionLayout,
+def _send_node_type(comm: Intracomm, meta, assignment, state: _State, layout: PartitionLayout,
                     writers: Dict[int, TensorDictWriter], max_bytes: int, progress: Progress,
                     t: int, ntype: str, orig_nids: Dict[int, Dict[str, np.ndarray]]) -> None:
     mine = layout.parts_of(comm.Get_rank())
@@ -285,7 +287,7 @@ def _send_node_type(comm, meta, assignment, state: _State, layout: PartitionLayo
     new = state.new_ids[ntype]
     k = state.rows_to_build(block.parts)
     (new_r, orig_r), _ = exchange(comm, dest[k], [new[k], block.orig_ids[k]], max_bytes)
-    groups = _node_groups(new_r, state.node_starts[list(mine), t])
+    groups = node_groups(new_r, state.node_starts[list(mine), t])
     for i, p in enumerate(mine):
         if p not in orig_nids:
             continue
@@ -305,7 +307,7 @@ def _send_node_type(comm, meta, assignment, state: _State, layout: PartitionLayo
             rows = source.read(block.start + lo, block.start + hi)
             k = state.rows_to_build(block.parts[lo:hi])
             (new_r, rows_r), _ = exchange(comm, dest[lo:hi][k], [new[lo:hi][k], rows[k]], max_bytes)
-            groups = _node_groups(new_r, state.node_starts[list(mine), t])
+            groups = node_groups(new_r, state.node_starts[list(mine), t])
             for i, p in enumerate(mine):
                 if p not in outs:
                     continue
@@ -315,26 +317,7 @@ def _send_node_type(comm, meta, assignment, state: _State, layout: PartitionLayo
         _add_feature(comm, writers, outs, f"{ntype}/{fname}", files.where)
 
 
-def by_partition(local_part: np.ndarray, nparts: int) -> List[np.ndarray]:
-    """Row indices of each of a rank's `nparts` partitions, arrival order kept.
-
-    One counting sort instead of a scan per partition: a rank owning P/R partitions would
-    otherwise read every received row P/R times.
-    """
-    order, counts = group_by_owner(local_part, nparts)
-    bounds = offsets(counts)
-    return [order[bounds[i]:bounds[i + 1]] for i in range(nparts)]
-
-
-def _node_groups(new_ids: np.ndarray, starts: np.ndarray) -> List[np.ndarray]:
-    """Rows of each own partition, from new node IDs of one type (`starts`: that type's first
-    new ID in each own partition, ascending)."""
-    if len(starts) == 1:
-        return [np.arange(len(new_ids))]
-    return by_partition(np.searchsorted(starts, new_ids, side="right") - 1, len(starts))
-
-
-def _add_feature(comm, writers: Dict[int, TensorDictWriter], outs: Dict[int, np.ndarray],
+def _add_feature(comm: Intracomm, writers: Dict[int, TensorDictWriter], outs: Dict[int, np.ndarray],
                  key: str, where: str) -> None:
     with agreed(comm):
         for p, arr in outs.items():
@@ -354,14 +337,14 @@ def expected_share(count: int, nranks: int) -> int:
     return -(-count // nranks)
 
 
-def _send_edges(comm, meta: GraphMeta, assignment: Assignment, state: _State,
+def _send_edges(comm: Intracomm, meta: GraphMeta, assignment: Assignment, state: _State,
                 layout: PartitionLayout, max_bytes: int, progress: Progress) -> None:
     total = sum(expected_share(et.count, layout.nranks) for et in meta.edge_types)
     with progress.task("edges", total, "edges"):
         _send_edge_types(comm, meta, assignment, state, layout, max_bytes, progress)
 
 
-def _send_edge_types(comm, meta: GraphMeta, assignment: Assignment, state: _State,
+def _send_edge_types(comm: Intracomm, meta: GraphMeta, assignment: Assignment, state: _State,
                      layout: PartitionLayout, max_bytes: int, progress: Progress) -> None:
     mine = layout.parts_of(comm.Get_rank())
     part_starts = np.append(state.node_starts[:, 0], state.node_counts.sum())
@@ -412,7 +395,7 @@ def _sorted_by_orig(edges: _Edges) -> _Edges:
     return _Edges(edges.orig[order], edges.src[order], edges.dst[order])
 
 
-def _send_edge_features(comm, meta: GraphMeta, state: _State, layout: PartitionLayout,
+def _send_edge_features(comm: Intracomm, meta: GraphMeta, state: _State, layout: PartitionLayout,
                         writers: Dict[int, TensorDictWriter], max_bytes: int, progress: Progress) -> None:
     rows = sum(len(state.edge_route[e][1]) * len(meta.edge_features(et.name))
                for e, et in enumerate(meta.edge_types))
@@ -421,7 +404,7 @@ def _send_edge_features(comm, meta: GraphMeta, state: _State, layout: PartitionL
             _send_edge_type_features(comm, meta, state, layout, writers, max_bytes, progress, e, etype)
 
 
-def _send_edge_type_features(comm, meta: GraphMeta, state: _State, layout: PartitionLayout,
+def _send_edge_type_features(comm: Intracomm, meta: GraphMeta, state: _State, layout: PartitionLayout,
                              writers: Dict[int, TensorDictWriter], max_bytes: int, progress: Progress,
                              e: int, etype) -> None:
     mine = layout.parts_of(comm.Get_rank())

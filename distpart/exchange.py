@@ -9,12 +9,15 @@ them, exactly as one unbounded Alltoallv would deliver them.
 """
 from __future__ import annotations
 
-from typing import List, Sequence, Tuple
+from typing import TYPE_CHECKING, List, Sequence, Tuple
 
 import numpy as np
 
 from .arrays import exclusive_cumsum
 from .errors import DistpartError
+
+if TYPE_CHECKING:
+    from mpi4py.MPI import Intracomm
 
 MAX_MPI_COUNT = 2**31 - 1
 DEFAULT_MAX_BYTES = 256 << 20
@@ -71,7 +74,7 @@ def _row_bytes(col: np.ndarray) -> int:
 
 # ---------------------------------------------------------------- MPI
 
-def alltoallv_grouped(comm, columns: Sequence[np.ndarray], send_counts: np.ndarray,
+def alltoallv_grouped(comm: Intracomm, columns: Sequence[np.ndarray], send_counts: np.ndarray,
                       order: "np.ndarray | None" = None,
                       max_bytes: int = DEFAULT_MAX_BYTES) -> Tuple[List[np.ndarray], np.ndarray]:
     """Send rows to ranks; rows for rank d are rows `order[sdispl[d]:sdispl[d]+send_counts[d]]`
@@ -132,7 +135,7 @@ class ColumnMismatch(DistpartError):
     """Ranks tried to exchange columns of different dtypes or row shapes (a bug or bad output)."""
 
 
-def _agree_on_columns(comm, columns: Sequence[np.ndarray]) -> None:
+def _agree_on_columns(comm: Intracomm, columns: Sequence[np.ndarray]) -> None:
     """Every rank must send the same (dtype, row shape) per column: raw bytes of different
     widths would be cut into rows differently on each side (MPI_ERR_TRUNCATE, or silent
     garbage). The forms are a few short strings, so a lowercase allgather is fine."""
@@ -145,14 +148,14 @@ def _agree_on_columns(comm, columns: Sequence[np.ndarray]) -> None:
             raise ColumnMismatch(f"ranks disagree on the dtype or row shape of exchanged column {i} ({detail})")
 
 
-def exchange(comm, owner: np.ndarray, columns: Sequence[np.ndarray],
+def exchange(comm: Intracomm, owner: np.ndarray, columns: Sequence[np.ndarray],
              max_bytes: int = DEFAULT_MAX_BYTES) -> Tuple[List[np.ndarray], np.ndarray]:
     """Send row i of every column to rank owner[i]. Returns (received columns, counts per source)."""
     order, counts = group_by_owner(np.asarray(owner), comm.Get_size())
     return alltoallv_grouped(comm, columns, counts, order, max_bytes)
 
 
-def lookup(comm, keys: np.ndarray, bounds: np.ndarray, table: np.ndarray,
+def lookup(comm: Intracomm, keys: np.ndarray, bounds: np.ndarray, table: np.ndarray,
            max_bytes: int = DEFAULT_MAX_BYTES) -> np.ndarray:
     """Distributed table lookup: table row for each key, answered by the key's owner rank.
 
@@ -173,7 +176,7 @@ def lookup(comm, keys: np.ndarray, bounds: np.ndarray, table: np.ndarray,
     return result
 
 
-def allreduce_sum(comm, arr: np.ndarray) -> np.ndarray:
+def allreduce_sum(comm: Intracomm, arr: np.ndarray) -> np.ndarray:
     """Elementwise sum over ranks of an int64 array (buffer-based)."""
     from mpi4py import MPI
     arr = np.ascontiguousarray(arr, dtype=np.int64)
@@ -182,7 +185,7 @@ def allreduce_sum(comm, arr: np.ndarray) -> np.ndarray:
     return out
 
 
-def exscan_sum(comm, arr: np.ndarray) -> np.ndarray:
+def exscan_sum(comm: Intracomm, arr: np.ndarray) -> np.ndarray:
     """Elementwise sum over lower ranks (zeros on rank 0) of an int64 array."""
     from mpi4py import MPI
     arr = np.ascontiguousarray(arr, dtype=np.int64)
@@ -193,7 +196,7 @@ def exscan_sum(comm, arr: np.ndarray) -> np.ndarray:
     return out
 
 
-def allgather_int64(comm, arr: np.ndarray) -> np.ndarray:
+def allgather_int64(comm: Intracomm, arr: np.ndarray) -> np.ndarray:
     """Stack every rank's equal-shaped int64 array: shape (nranks, *arr.shape)."""
     arr = np.ascontiguousarray(arr, dtype=np.int64)
     out = np.empty((comm.Get_size(), *arr.shape), dtype=np.int64)

@@ -19,9 +19,12 @@ import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Iterator, List, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, List, Optional, Sequence
 
 from .errors import InputError
+
+if TYPE_CHECKING:
+    from mpi4py.MPI import Intracomm
 
 LOCK_NAME = ".distpart.lock"
 
@@ -149,7 +152,7 @@ class FolderLock:
 
 
 @contextmanager
-def folder_locks(comm, folders: Sequence[Path], command: str,
+def folder_locks(comm: Intracomm, folders: Sequence[Path], command: str,
                  say: Callable[[str], None] = lambda text: None) -> Iterator[None]:
     """Hold the lock of every folder for the block; rank 0 takes them, all ranks agree. Collective."""
     from .collective import agreed

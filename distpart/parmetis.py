@@ -19,13 +19,16 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Mapping, Optional, Tuple
 
 import numpy as np
 
 from .arrays import offsets
 from .errors import DistpartError
 from .exchange import allreduce_sum
+
+if TYPE_CHECKING:
+    from mpi4py.MPI import Intracomm
 
 METIS_OK = 1
 _RETURN_CODES = {-2: "METIS_ERROR_INPUT (invalid input)", -3: "METIS_ERROR_MEMORY (out of memory)",
@@ -249,7 +252,7 @@ def compact_vtxdist(vtxdist: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     return offsets(counts[keep]), keep
 
 
-def part_kway(lib: ParMetisLibrary, comm, vtxdist: np.ndarray, xadj: np.ndarray, adjncy: np.ndarray,
+def part_kway(lib: ParMetisLibrary, comm: Intracomm, vtxdist: np.ndarray, xadj: np.ndarray, adjncy: np.ndarray,
               vwgt: Optional[np.ndarray], num_parts: int, imbalance: float = 1.05,
               seed: int = 0) -> np.ndarray:
     """Partition of this rank's vertices [vtxdist[rank], vtxdist[rank+1]). Collective.

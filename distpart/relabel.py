@@ -8,11 +8,11 @@ output does not depend on how many ranks computed it.
 """
 from __future__ import annotations
 
-from typing import Tuple
+from typing import List, Tuple
 
 import numpy as np
 
-from .arrays import exclusive_cumsum
+from .arrays import exclusive_cumsum, offsets
 from .exchange import group_by_owner
 
 
@@ -71,3 +71,22 @@ def local_graph(first: int, stop: int, src: np.ndarray,
     local_src[inner] = src[inner] - first
     local_src[~inner] = (stop - first) + np.searchsorted(halo, outside)
     return halo, local_src, dst - first
+
+
+def by_partition(local_part: np.ndarray, nparts: int) -> List[np.ndarray]:
+    """Row indices of each of a rank's `nparts` partitions, arrival order kept.
+
+    One counting sort instead of a scan per partition: a rank owning P/R partitions would
+    otherwise read every received row P/R times.
+    """
+    order, counts = group_by_owner(local_part, nparts)
+    bounds = offsets(counts)
+    return [order[bounds[i]:bounds[i + 1]] for i in range(nparts)]
+
+
+def node_groups(new_ids: np.ndarray, starts: np.ndarray) -> List[np.ndarray]:
+    """Rows of each own partition, from new node IDs of one type (`starts`: that type's first
+    new ID in each own partition, ascending)."""
+    if len(starts) == 1:
+        return [np.arange(len(new_ids))]
+    return by_partition(np.searchsorted(starts, new_ids, side="right") - 1, len(starts))

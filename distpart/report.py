@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import List, Optional, Sequence
+from typing import TYPE_CHECKING, List, Optional, Sequence
 
 import numpy as np
 
@@ -18,6 +18,9 @@ from .dglformat import read_graph, read_tensor_dict
 from .layout import CONFIG_FILE, PartitionLayout, check_layout
 from .errors import OutputError
 from .metadata import read_json
+
+if TYPE_CHECKING:
+    from mpi4py.MPI import Intracomm
 
 REPORT_FILE = "report.json"
 
@@ -84,7 +87,7 @@ def _config_basics(path: Path, config) -> "tuple[int, List[str]]":
     return num_parts, sorted(ntypes, key=ntypes.get)
 
 
-def report(comm, out_dir: Path, features: Sequence[str] = (), json_path: Optional[Path] = None) -> Optional[dict]:
+def report(comm: Intracomm, out_dir: Path, features: Sequence[str] = (), json_path: Optional[Path] = None) -> Optional[dict]:
     """Compute the report of an output; rank 0 prints it, writes JSON and returns it. Collective."""
     out_dir = Path(out_dir)
     with agreed(comm):

@@ -10,7 +10,7 @@ the same verdict.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, List
+from typing import TYPE_CHECKING, Callable, List
 
 from .blocks import read_edge_block
 from .collective import agreed
@@ -18,8 +18,11 @@ from .errors import InputError
 from .metadata import GraphMeta, load_metadata
 from .readers import FeatureSource, block_bounds, edge_file_sizes
 
+if TYPE_CHECKING:
+    from mpi4py.MPI import Intracomm
 
-def validate(comm, in_dir: "str | Path", *, full: bool = False) -> GraphMeta:
+
+def validate(comm: Intracomm, in_dir: "str | Path", *, full: bool = False) -> GraphMeta:
     """Check the input graph; returns its metadata or raises InputError on every rank."""
     rank, size = comm.Get_rank(), comm.Get_size()
     with agreed(comm):
@@ -61,7 +64,7 @@ def _check_edge_rows(etype) -> None:
             raise InputError(path, f"has {found} edges but num_edges_per_chunk for '{etype.name}' says {declared}")
 
 
-def _read_all_features(comm, meta: GraphMeta, batch_rows: int = 1 << 20) -> None:
+def _read_all_features(comm: Intracomm, meta: GraphMeta, batch_rows: int = 1 << 20) -> None:
     """Read every feature row once (spread over ranks) so corrupt data is found before work."""
     rank, size = comm.Get_rank(), comm.Get_size()
     groups = list(meta.node_data.values()) + list(meta.edge_data.values())

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, Optional, Tuple
 
 import numpy as np
 
@@ -31,6 +31,9 @@ from .progress import Progress
 from .readers import FeatureSource
 from .relabel import range_starts, type_of
 
+if TYPE_CHECKING:
+    from mpi4py.MPI import Intracomm
+
 
 @dataclass
 class _Part:
@@ -46,7 +49,7 @@ class _Part:
     edge_feats: Dict[str, np.ndarray]
 
 
-def verify(comm, meta: GraphMeta, assignment: Assignment, out_dir: Path, *,
+def verify(comm: Intracomm, meta: GraphMeta, assignment: Assignment, out_dir: Path, *,
            max_bytes: int, progress: Optional[Progress] = None) -> str:
     """Raise OutputError on every rank if the output disagrees with the input. Collective."""
     progress = progress or Progress.off()
@@ -213,7 +216,7 @@ def _expect_rows(path: Path, tensors: dict, key: str, rows: int,
 
 # ---------------------------------------------------------------- nodes
 
-def _check_nodes(comm, meta: GraphMeta, assignment: Assignment, parts: Dict[int, _Part], t: int,
+def _check_nodes(comm: Intracomm, meta: GraphMeta, assignment: Assignment, parts: Dict[int, _Part], t: int,
                  node_starts: np.ndarray, node_counts: np.ndarray, max_bytes: int) -> np.ndarray:
     """Check ownership of type t's nodes; returns the new ID of each node of this rank's block."""
     ntype = meta.node_types[t]
@@ -247,7 +250,7 @@ def _check_nodes(comm, meta: GraphMeta, assignment: Assignment, parts: Dict[int,
 
 # ---------------------------------------------------------------- edges
 
-def _check_edges(comm, meta: GraphMeta, assignment: Assignment, parts: Dict[int, _Part], e: int,
+def _check_edges(comm: Intracomm, meta: GraphMeta, assignment: Assignment, parts: Dict[int, _Part], e: int,
                  new_of_orig: Dict[str, np.ndarray], max_bytes: int,
                  progress: Progress) -> None:
     etype = meta.edge_types[e]
@@ -301,7 +304,7 @@ def _take_claims(parts: Dict[int, "_Part"], e: int) -> Tuple[np.ndarray, np.ndar
 
 # ---------------------------------------------------------------- features
 
-def _compare_feature(comm, source: FeatureSource, start: int, n: int, bounds: np.ndarray,
+def _compare_feature(comm: Intracomm, source: FeatureSource, start: int, n: int, bounds: np.ndarray,
                      orig: np.ndarray, rows: np.ndarray, key: str, max_bytes: int) -> None:
     """Send output rows to the rank reading their input rows; compare bytes there."""
     owner = np.searchsorted(bounds, orig, side="right") - 1
@@ -342,7 +345,7 @@ def _concat_rows(arrays) -> np.ndarray:
     return np.concatenate([np.asarray(a) for a in arrays]) if len(arrays) > 1 else np.asarray(arrays[0])
 
 
-def verify_quick(comm, out_dir: Path) -> str:
+def verify_quick(comm: Intracomm, out_dir: Path) -> str:
     """Check every file of an output against its manifest (sizes and checksums), without
     the input; ranks share the files. Collective."""
     from .manifest import check_files, read_manifest

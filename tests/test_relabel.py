@@ -252,3 +252,20 @@ def test_local_graph_example() -> None:
 def test_local_graph_no_edges() -> None:
     halo, lsrc, ldst = local_graph(5, 9, np.empty(0, np.int64), np.empty(0, np.int64))
     assert len(halo) == len(lsrc) == len(ldst) == 0
+
+
+@pytest.mark.parametrize("nparts", [1, 2, 5, 128])
+def test_by_partition_is_a_stable_grouping(nparts: int) -> None:
+    """One counting sort gives each own partition's rows in arrival order, as a scan per
+    partition did (issue 11 item 7: that scan cost O(P/R x N))."""
+    from distpart.relabel import by_partition, node_groups
+    rng = np.random.default_rng(nparts)
+    part = rng.integers(0, nparts, 10_000)
+    groups = by_partition(part, nparts)
+    assert len(groups) == nparts
+    for i, rows in enumerate(groups):
+        np.testing.assert_array_equal(rows, np.flatnonzero(part == i))
+    starts = np.arange(nparts) * 1000
+    new_ids = np.sort(rng.integers(0, nparts * 1000, 5000))
+    for i, rows in enumerate(node_groups(new_ids, starts)):
+        np.testing.assert_array_equal(rows, np.flatnonzero((new_ids >= starts[i]) & (new_ids < starts[i] + 1000)))
