@@ -5,6 +5,10 @@ in DGL's guide 7.5). Rank r owns vertices [vtxdist[r], vtxdist[r+1]). Every inpu
 of every type contributes v's row (u) and u's row (v); self loops and duplicates are
 dropped because ParMETIS fails on them. Each directed edge is also counted once towards its
 destination's in-degree, the number of edges that vertex's partition will keep.
+
+The edges are read and routed in pieces, so a rank holds its share of the graph once (as
+sorted keys, then as the CSR) plus one piece in flight: the partitioner, not the
+preparation, sets the memory peak.
 """
 from __future__ import annotations
 
@@ -13,8 +17,8 @@ from typing import TYPE_CHECKING, List, Optional
 
 import numpy as np
 
-from .arrays import offsets
-from .blocks import read_edge_block
+from .arrays import offsets, sorted_unique
+from .blocks import edge_pieces
 from .exchange import DEFAULT_MAX_BYTES, exchange
 from .metadata import GraphMeta
 from .progress import Progress
@@ -39,67 +43,91 @@ def type_offsets(meta: GraphMeta) -> np.ndarray:
     return offsets(meta.node_counts)
 
 
-def csr_from_pairs(rows: np.ndarray, cols: np.ndarray, nrows: int,
-                   num_cols: int) -> "tuple[np.ndarray, np.ndarray]":
-    """(xadj, adjncy) of the pairs (row, col) with self loops already removed; duplicates dropped.
-
-    Sorting one combined int64 key is several times faster than a lexsort of two arrays;
-    it is used whenever row * num_cols + col cannot overflow.
-    """
-    if nrows * num_cols < 2**62:
-        key = np.sort(rows * num_cols + cols)
-        if len(key):
-            key = key[np.concatenate([[True], key[1:] != key[:-1]])]
-        rows_s, cols_s = key // num_cols, key % num_cols
-    else:
-        order = np.lexsort((cols, rows))
-        rows_s, cols_s = rows[order], cols[order]
-        if len(rows_s):
-            keep = np.concatenate([[True], (rows_s[1:] != rows_s[:-1]) | (cols_s[1:] != cols_s[:-1])])
-            rows_s, cols_s = rows_s[keep], cols_s[keep]
-    xadj = np.zeros(nrows + 1, dtype=np.int64)
-    np.cumsum(np.bincount(rows_s, minlength=nrows), out=xadj[1:])
-    return xadj, cols_s.astype(np.int64, copy=False)
-
-
 def build_csr(comm: Intracomm, meta: GraphMeta, max_bytes: int = DEFAULT_MAX_BYTES,
-              progress: Optional[Progress] = None) -> DistributedCSR:
-    """Read every edge block and route both directions of each edge to its row's owner. Collective."""
+              progress: Optional[Progress] = None, index_dtype: "np.dtype | type" = np.int64) -> DistributedCSR:
+    """Read the edges piece by piece and route both directions of each edge to its row's
+    owner. Collective.
+
+    Memory: each rank keeps one sorted int64 key (row * N + column) per received adjacency
+    entry, duplicates dropped piece by piece, then merges them in place into the CSR;
+    `xadj`/`adjncy` come out in `index_dtype` (the partitioner's integer type) so handing
+    them over copies nothing. Transient memory is bounded by the piece size.
+    """
     progress = progress or Progress.off()
     total = sum(-(-et.count // comm.Get_size()) for et in meta.edge_types)
     with progress.task("graph for the partitioner", total, "edges"):
-        return _build_csr(comm, meta, max_bytes, progress)
+        return _build_csr(comm, meta, max_bytes, progress, np.dtype(index_dtype))
 
 
-def _build_csr(comm: Intracomm, meta: GraphMeta, max_bytes: int, progress: Progress) -> DistributedCSR:
+def piece_rows(max_bytes: int) -> int:
+    """Edges per piece: an edge becomes two entries of (row, column, flag) plus the
+    exchange's send and receive copies, about 100 bytes in flight; 512K edges at the default
+    cap keeps that near 50 MB, a small fraction of what a rank holds of a large graph, and
+    large enough that the exchanges' latency does not show."""
+    return max(1 << 10, max_bytes // 512)
+
+
+def _build_csr(comm: Intracomm, meta: GraphMeta, max_bytes: int, progress: Progress,
+               index_dtype: np.dtype) -> DistributedCSR:
     offsets = type_offsets(meta)
-    vtxdist = block_bounds(int(offsets[-1]), comm.Get_size())
+    n = int(offsets[-1])
+    vtxdist = block_bounds(n, comm.Get_size())
     lo, hi = int(vtxdist[comm.Get_rank()]), int(vtxdist[comm.Get_rank() + 1])
-    rows: List[np.ndarray] = []
-    cols: List[np.ndarray] = []
-    incoming: List[np.ndarray] = []
+    in_degree = np.zeros(hi - lo, dtype=np.int64)
+    keys: List[np.ndarray] = []
     for etype in meta.edge_types:
-        block = read_edge_block(comm, meta, etype, progress, 0.5)
-        n = len(block.src)
-        u = block.src + offsets[meta.ntype_id(etype.src)]
-        v = block.dst + offsets[meta.ntype_id(etype.dst)]
-        del block
-        loop = u == v
-        # Row v gets u (and counts the edge as incoming); row u gets v unless it is a self loop.
-        first = np.concatenate([v, u[~loop]])
-        second = np.concatenate([u, v[~loop]])
-        is_in = np.concatenate([np.ones(len(v), np.uint8), np.zeros(int((~loop).sum()), np.uint8)])
-        del u, v, loop
-        owner = np.searchsorted(vtxdist, first, side="right") - 1
-        (r, c, i), _ = exchange(comm, owner, [first, second, is_in], max_bytes)
-        rows.append(r - lo)
-        cols.append(c)
-        incoming.append(i)
-        progress.advance(n * 0.5)
-    r = np.concatenate(rows) if rows else np.empty(0, np.int64)
-    c = np.concatenate(cols) if cols else np.empty(0, np.int64)
-    i = np.concatenate(incoming) if incoming else np.empty(0, np.uint8)
-    in_degree = np.bincount(r[i == 1], minlength=hi - lo).astype(np.int64)
-    simple = r + lo != c
-    xadj, adjncy = csr_from_pairs(r[simple], c[simple], hi - lo, int(offsets[-1]))
+        for piece in edge_pieces(comm, meta, etype, piece_rows(max_bytes), progress, 0.5):
+            u = piece.src + offsets[meta.ntype_id(etype.src)]
+            v = piece.dst + offsets[meta.ntype_id(etype.dst)]
+            del piece
+            loop = u == v
+            # Row v gets u (and counts the edge as incoming); row u gets v unless it is a self loop.
+            first = np.concatenate([v, u[~loop]])
+            second = np.concatenate([u, v[~loop]])
+            is_in = np.zeros(len(first), np.uint8)
+            is_in[:len(v)] = 1
+            del u, v, loop
+            owner = np.searchsorted(vtxdist, first, side="right") - 1
+            (r, c, i), _ = exchange(comm, owner, [first, second, is_in], max_bytes)
+            del first, second, is_in, owner
+            r -= lo
+            in_degree += np.bincount(r[i == 1], minlength=hi - lo)
+            simple = r + lo != c
+            keys.append(sorted_unique(r[simple] * n + c[simple]))
+            progress.advance(len(i) * 0.25)
+    return _csr_from_keys(vtxdist, keys, n, hi - lo, in_degree, index_dtype)
+
+
+_COMPACT = 1 << 20
+
+
+def _csr_from_keys(vtxdist: np.ndarray, keys: List[np.ndarray], n: int, nlocal: int,
+                   in_degree: np.ndarray, index_dtype: np.dtype) -> DistributedCSR:
+    """Merge the pieces' sorted keys into one sorted, duplicate-free array in place (each
+    piece freed as it is copied), then cut it into rows without a row array."""
+    merged = np.empty(sum(len(k) for k in keys), dtype=np.int64)
+    at = 0
+    while keys:
+        piece = keys.pop(0)
+        merged[at:at + len(piece)] = piece
+        at += len(piece)
+        del piece
+    merged.sort()
+    # Compaction in place, a window at a time: a window's survivors are copied out before
+    # anything at or after the write position is overwritten.
+    write, prev = 0, None
+    for a in range(0, len(merged), _COMPACT):
+        window = merged[a:a + _COMPACT]
+        keep = np.empty(len(window), dtype=bool)
+        keep[0] = prev is None or window[0] != prev
+        np.not_equal(window[1:], window[:-1], out=keep[1:])
+        prev = int(window[-1])
+        survivors = window[keep]
+        merged[write:write + len(survivors)] = survivors
+        write += len(survivors)
+    merged = merged[:write]
+    xadj = np.searchsorted(merged, np.arange(nlocal + 1, dtype=np.int64) * n).astype(index_dtype)
+    adjncy = np.empty(write, dtype=index_dtype)
+    for a in range(0, write, _COMPACT):
+        np.remainder(merged[a:a + _COMPACT], n, out=adjncy[a:a + _COMPACT], casting="unsafe")
     return DistributedCSR(vtxdist, xadj, adjncy, in_degree)

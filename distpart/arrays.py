@@ -1,6 +1,8 @@
-"""Three small array primitives every stage needs, in one place so they cannot drift apart:
+"""Small array primitives every stage needs, in one place so they cannot drift apart:
 prefix sums (offsets of consecutive blocks), the splitmix64 finaliser (seeded hashing for
-random assignment and synthetic data), and the search for the first out-of-range ID.
+random assignment and synthetic data), a keyed pseudo-random permutation of [0, n) that
+needs no table (random assignment, relabelling synthetic graphs), and the search for the
+first out-of-range ID.
 """
 from __future__ import annotations
 
@@ -38,6 +40,17 @@ def splitmix64(x: np.ndarray) -> np.ndarray:
     return x ^ (x >> np.uint64(31))
 
 
+def sorted_unique(values: np.ndarray) -> np.ndarray:
+    """np.unique without its inverse machinery: one sort and a mask."""
+    if len(values) == 0:
+        return values.copy()
+    s = np.sort(values)
+    keep = np.empty(len(s), dtype=bool)
+    keep[0] = True
+    np.not_equal(s[1:], s[:-1], out=keep[1:])
+    return s[keep]
+
+
 def first_outside(ids: np.ndarray, n: int) -> Optional[int]:
     """Index of the first ID outside [0, n), or None. (min/max first: the common all-good
     case costs two passes and no temporary boolean array.)"""
@@ -46,3 +59,34 @@ def first_outside(ids: np.ndarray, n: int) -> Optional[int]:
     if int(ids.min()) >= 0 and int(ids.max()) < n:
         return None
     return int(np.flatnonzero((ids < 0) | (ids >= n))[0])
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """splitmix64 step: add the golden gamma, then the finaliser."""
+    return splitmix64(x + GOLDEN64)
+
+
+def keyed_permutation(ids: np.ndarray, n: int, key: int, rounds: int = 4) -> np.ndarray:
+    """perm(ids) for a pseudo-random permutation of [0, n) selected by `key`."""
+    ids = np.asarray(ids, dtype=np.uint64)
+    if n <= 1:
+        return ids.astype(np.int64)
+    half = max(1, ((n - 1).bit_length() + 1) // 2)
+    mask = np.uint64((1 << half) - 1)
+    # Any Python int seed (negative, huge) maps into uint64 by wrapping, like the hash itself.
+    keys = [_mix(np.array([(key * 1000003 + r) % 2**64], dtype=np.uint64))[0] for r in range(rounds)]
+
+    def feistel(x: np.ndarray) -> np.ndarray:
+        left, right = x >> np.uint64(half), x & mask
+        for k in keys:
+            left, right = right, left ^ (_mix(right ^ k) & mask)
+        return (left << np.uint64(half)) | right
+
+    out = feistel(ids)
+    # Cycle walking: the Feistel domain is [0, 4**half) >= n; re-apply to values outside
+    # [0, n) until they land inside, which keeps the map a bijection of [0, n).
+    todo = np.flatnonzero(out >= np.uint64(n))
+    while len(todo):
+        out[todo] = feistel(out[todo])
+        todo = todo[out[todo] >= np.uint64(n)]
+    return out.astype(np.int64)

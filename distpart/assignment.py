@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Dict, Optional
 
 import numpy as np
 
-from .arrays import GOLDEN64, splitmix64
+from .arrays import keyed_permutation
 from .blocks import rank_bounds
 from .collective import agreed
 from .errors import InputError
@@ -62,37 +62,6 @@ class Assignment:
 
 # ---------------------------------------------------------------- random
 
-def _mix(x: np.ndarray) -> np.ndarray:
-    """splitmix64 step: add the golden gamma, then the finaliser."""
-    return splitmix64(x + GOLDEN64)
-
-
-def keyed_permutation(ids: np.ndarray, n: int, key: int, rounds: int = 4) -> np.ndarray:
-    """perm(ids) for a pseudo-random permutation of [0, n) selected by `key`."""
-    ids = np.asarray(ids, dtype=np.uint64)
-    if n <= 1:
-        return ids.astype(np.int64)
-    half = max(1, ((n - 1).bit_length() + 1) // 2)
-    mask = np.uint64((1 << half) - 1)
-    # Any Python int seed (negative, huge) maps into uint64 by wrapping, like the hash itself.
-    keys = [_mix(np.array([(key * 1000003 + r) % 2**64], dtype=np.uint64))[0] for r in range(rounds)]
-
-    def feistel(x: np.ndarray) -> np.ndarray:
-        left, right = x >> np.uint64(half), x & mask
-        for k in keys:
-            left, right = right, left ^ (_mix(right ^ k) & mask)
-        return (left << np.uint64(half)) | right
-
-    out = feistel(ids)
-    # Cycle walking: the Feistel domain is [0, 4**half) >= n; re-apply to values outside
-    # [0, n) until they land inside, which keeps the map a bijection of [0, n).
-    todo = np.flatnonzero(out >= np.uint64(n))
-    while len(todo):
-        out[todo] = feistel(out[todo])
-        todo = todo[out[todo] >= np.uint64(n)]
-    return out.astype(np.int64)
-
-
 def random_parts(ids: np.ndarray, n: int, num_parts: int, seed: int, type_index: int) -> np.ndarray:
     """Balanced random partition of nodes `ids` of a type with n nodes (int64)."""
     return keyed_permutation(ids, n, seed * 7919 + type_index) % num_parts
@@ -129,7 +98,7 @@ def parmetis_assignment(comm: Intracomm, meta: GraphMeta, num_parts: int, balanc
     with agreed(comm):
         check_options(meta, balance)
         lib = parmetis.load()
-    csr = build_csr(comm, meta, max_bytes, progress)
+    csr = build_csr(comm, meta, max_bytes, progress, index_dtype=lib.idx_dtype)
     offsets = type_offsets(meta)
     lo, hi = int(csr.vtxdist[comm.Get_rank()]), int(csr.vtxdist[comm.Get_rank() + 1])
     with agreed(comm):

@@ -142,6 +142,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.command in ("example", "hostfile"):
         return _run_serial(args)
 
+    from .guards import return_freed_memory_to_the_os
+    return_freed_memory_to_the_os()
     from mpi4py import MPI
     from .collective import StageLog, agreed
     from .progress import Progress, rank_tag

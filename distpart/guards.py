@@ -93,3 +93,25 @@ def writing(path: "str | os.PathLike[str]") -> Iterator[None]:
             raise OutputError(where, f"no space left on the output's file system while writing "
                                      f"({os.strerror(e.errno)}); free space and run again") from None
         raise OutputError(where, f"cannot write: {e.strerror or e}") from None
+
+
+# glibc's mallopt parameter number, and the threshold distpart fixes it at.
+_M_MMAP_THRESHOLD = -3
+MMAP_THRESHOLD = 1 << 20
+
+
+def return_freed_memory_to_the_os() -> bool:
+    """Make glibc serve every allocation of 1 MiB or more with its own mmap, returned to
+    the OS when freed. By default glibc raises its mmap threshold each time such a block is
+    freed (up to 32 MiB), so the stages' many medium arrays (pieces, exchange buffers) end
+    up on the heap, whose freed space it keeps: measured on a 2M-node/20M-edge graph, the
+    partitioner's graph then peaked at 41-47 bytes per input edge per rank instead of 26-30.
+    A user's own MALLOC_MMAP_THRESHOLD_ wins. Returns whether the setting was applied."""
+    if "MALLOC_MMAP_THRESHOLD_" in os.environ:
+        return False
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None)
+        return bool(libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD))
+    except (OSError, AttributeError):  # not glibc (musl, macOS): nothing to tune
+        return False

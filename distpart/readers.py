@@ -58,6 +58,15 @@ def pieces_of_block(sizes: Sequence[int], rank: int, nranks: int) -> List[Piece]
     return out
 
 
+def split_pieces(pieces: Sequence[Piece], max_units: int) -> List[Piece]:
+    """The same ranges cut into pieces of at most `max_units` units each, in order."""
+    out = []
+    for p in pieces:
+        for a in range(p.start, p.stop, max(1, max_units)):
+            out.append(Piece(p.file, a, min(p.stop, a + max(1, max_units))))
+    return out
+
+
 # ---------------------------------------------------------------- CSV
 
 def _line_start_at_or_after(f, pos: int, size: int) -> int:

@@ -12,7 +12,7 @@ from typing import List, Tuple
 
 import numpy as np
 
-from .arrays import exclusive_cumsum, offsets
+from .arrays import exclusive_cumsum, offsets, sorted_unique
 from .exchange import group_by_owner
 
 
@@ -44,17 +44,6 @@ def type_of(ids: np.ndarray, counts: np.ndarray) -> np.ndarray:
     starts = range_starts(counts).reshape(-1)
     idx = np.searchsorted(starts, ids, side="right") - 1
     return idx % counts.shape[1]
-
-
-def sorted_unique(values: np.ndarray) -> np.ndarray:
-    """np.unique without its inverse machinery: one sort and a mask."""
-    if len(values) == 0:
-        return values.copy()
-    s = np.sort(values)
-    keep = np.empty(len(s), dtype=bool)
-    keep[0] = True
-    np.not_equal(s[1:], s[:-1], out=keep[1:])
-    return s[keep]
 
 
 def local_graph(first: int, stop: int, src: np.ndarray,

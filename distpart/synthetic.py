@@ -2,8 +2,8 @@
 
 This module owns every synthetic graph distpart uses: the small heterogeneous graph the
 README and the tests are written against (`example_graph`), large homogeneous graphs for
-benchmarks (`homogeneous_graph`), and the general writer both are built on
-(`write_chunked_graph`). It also holds `read_whole_graph`, a deliberately naive serial
+benchmarks (`homogeneous_graph`; power-law `rmat_graph`; `mesh_graph`), and the general
+writer they are built on (`write_chunked_graph`; edge models in `graph_models`). It also holds `read_whole_graph`, a deliberately naive serial
 reader that the tests use as ground truth for the MPI pipeline.
 
 Everything is deterministic for a given seed:
@@ -21,11 +21,12 @@ Command line::
     python -m distpart.synthetic example OUT_DIR [--scale S] [--seed N]
     python -m distpart.synthetic homogeneous OUT_DIR --num-nodes N --num-edges M \\
         [--num-chunks C] [--format numpy|csv|parquet] [--feat-dim D] [--community K] [--seed N]
+    python -m distpart.synthetic rmat OUT_DIR --num-nodes N --num-edges M [...]
+    python -m distpart.synthetic mesh OUT_DIR --num-nodes N [...]
 """
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import pathlib
@@ -40,13 +41,11 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from .arrays import GOLDEN64, splitmix64
+from .graph_models import GRAPH500, EdgeModel, rmat, stable_key, torus, uniform
 from .metadata import EDGE_FORMATS, FEATURE_FORMATS
 
 PathLike = Union[str, "os.PathLike[str]"]
 
-
-# Probability that an edge stays inside its source's community when `community` is given.
-INTRA_COMMUNITY_PROB = 0.9
 
 __all__ = [
     "NodeTypeSpec",
@@ -57,6 +56,8 @@ __all__ = [
     "write_chunked_graph",
     "example_graph",
     "homogeneous_graph",
+    "rmat_graph",
+    "mesh_graph",
     "read_whole_graph",
     "main",
 ]
@@ -112,12 +113,6 @@ def chunk_sizes(total: int, parts: int) -> List[int]:
     return [base + (1 if i < extra else 0) for i in range(parts)]
 
 
-def _stable_u64(*parts: object) -> int:
-    # Python's hash() of a str changes between processes; a digest does not.
-    text = "\x1f".join(str(p) for p in parts).encode("utf-8")
-    return int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "little")
-
-
 def feature_values(spec: FeatureSpec, rows: np.ndarray, seed: int = 0) -> np.ndarray:
     """The values of `spec` at row indices `rows`, shape ``(len(rows),) + spec.tail_shape``.
 
@@ -132,7 +127,7 @@ def feature_values(spec: FeatureSpec, rows: np.ndarray, seed: int = 0) -> np.nda
     dtype = np.dtype(spec.dtype)
     rows = np.asarray(rows, dtype=np.int64)
     width = int(np.prod(spec.tail_shape, dtype=np.int64))
-    key = np.uint64(_stable_u64("feature", seed, spec.owner, spec.name))
+    key = np.uint64(stable_key("feature", seed, spec.owner, spec.name))
     counter = rows.astype(np.uint64)[:, None] * np.uint64(width) + np.arange(width, dtype=np.uint64)
     h = splitmix64(counter * GOLDEN64 + key)
     if dtype == np.bool_:
@@ -147,27 +142,6 @@ def feature_values(spec: FeatureSpec, rows: np.ndarray, seed: int = 0) -> np.nda
     else:
         raise ValueError(f"feature {spec.owner}/{spec.name}: unsupported dtype {dtype}")
     return values.reshape((len(rows),) + tuple(spec.tail_shape))
-
-
-def _edge_endpoints(
-    rng: np.random.Generator, n_src: int, n_dst: int, count: int, community: Optional[int]
-) -> Tuple[np.ndarray, np.ndarray]:
-    """`count` random (src, dst) pairs; with `community`, ~90% stay in the src's community."""
-    src = rng.integers(0, n_src, size=count, dtype=np.int64)
-    dst = rng.integers(0, n_dst, size=count, dtype=np.int64)
-    if community is None or count == 0:
-        return src, dst
-    k = community
-    # Node i of a type with n nodes is in community i*k//n, so community c of the
-    # destination type is the ID range [ceil(c*n/k), ceil((c+1)*n/k)).
-    c = src * k // n_src
-    lo = (c * n_dst + k - 1) // k
-    hi = ((c + 1) * n_dst + k - 1) // k
-    # Empty ranges (fewer dst nodes than communities) keep their uniform dst.
-    local = (rng.random(count) < INTRA_COMMUNITY_PROB) & (hi > lo)
-    offset = (rng.random(count) * (hi - lo)).astype(np.int64)
-    dst[local] = lo[local] + offset[local]
-    return src, dst
 
 
 # ----------------------------------------------------------------------------- writers
@@ -264,6 +238,7 @@ def write_chunked_graph(
     absolute_paths: bool = False,
     community: Optional[int] = None,
     graph_name: str = "synthetic",
+    edge_model: Optional[EdgeModel] = None,
 ) -> pathlib.Path:
     """Write a random graph in DGL's chunked format under `out_dir`; return metadata.json's path.
 
@@ -272,10 +247,12 @@ def write_chunked_graph(
     ``edge_data/``; metadata.json refers to them relative to `out_dir` unless
     `absolute_paths`. With `community=k`, node i of a type with n nodes belongs to
     community i*k//n and ~90% of edges join a source to its community in the destination type.
+    `edge_model` (see graph_models) replaces that uniform/community model.
     """
     if seed < 0:
         raise ValueError(f"seed must be >= 0, got {seed}")
     owner_counts = _check_specs(node_types, edge_types, features, community)
+    model = edge_model or uniform(community)
     out = pathlib.Path(out_dir)
     for sub in ("edges", "node_data", "edge_data"):
         (out / sub).mkdir(parents=True, exist_ok=True)
@@ -288,10 +265,12 @@ def write_chunked_graph(
     for et in edge_types:
         src_type, _, dst_type = et.canonical.split(":")
         paths = []
+        first = 0
         for c, size in enumerate(chunk_sizes(et.count, num_chunks)):
             # One generator per (type, chunk): chunks are independent, so only one is in memory.
-            rng = np.random.default_rng([seed, _stable_u64("edges", et.canonical), c])
-            src, dst = _edge_endpoints(rng, num_nodes[src_type], num_nodes[dst_type], size, community)
+            rng = np.random.default_rng([seed, stable_key("edges", et.canonical), c])
+            src, dst = model(rng, et.canonical, num_nodes[src_type], num_nodes[dst_type], first, size, seed)
+            first += size
             path = out / "edges" / f"{_file_stem(et.canonical)}-{c}{_EXTENSIONS[et.fmt]}"
             _write_edges(path, et, src, dst)
             paths.append(ref(path))
@@ -404,6 +383,46 @@ def homogeneous_graph(
     )
 
 
+def rmat_graph(
+    out_dir: PathLike,
+    num_nodes: int,
+    num_edges: int,
+    *,
+    num_chunks: int = 8,
+    fmt: str = "numpy",
+    seed: int = 0,
+    probabilities: Tuple[float, float, float] = GRAPH500,
+) -> pathlib.Path:
+    """A heterogeneous power-law graph for partitioning benchmarks; return metadata.json.
+
+    Node types "user" (60% of the nodes) and "item"; edge types user:follows:user (40% of
+    the edges), user:buys:item (40%) and item:similar:item (20%), each an RMAT matrix with
+    Graph500's parameters, IDs randomly relabelled per node type (see graph_models).
+    """
+    users = num_nodes * 3 // 5
+    follows, buys = num_edges * 2 // 5, num_edges * 2 // 5
+    return write_chunked_graph(
+        out_dir,
+        [NodeTypeSpec("user", users), NodeTypeSpec("item", num_nodes - users)],
+        [EdgeTypeSpec("user:follows:user", follows, fmt=fmt),
+         EdgeTypeSpec("user:buys:item", buys, fmt=fmt),
+         EdgeTypeSpec("item:similar:item", num_edges - follows - buys, fmt=fmt)],
+        num_chunks=num_chunks, seed=seed, graph_name="rmat", edge_model=rmat(probabilities),
+    )
+
+
+def mesh_graph(
+    out_dir: PathLike, num_nodes: int, *, num_chunks: int = 8, fmt: str = "numpy", seed: int = 0
+) -> pathlib.Path:
+    """A 2-D torus mesh (2 edges per node, IDs randomly relabelled); return metadata.json."""
+    return write_chunked_graph(
+        out_dir,
+        [NodeTypeSpec("_N", num_nodes)],
+        [EdgeTypeSpec("_N:_E:_N", 2 * num_nodes, fmt=fmt)],
+        num_chunks=num_chunks, seed=seed, graph_name="mesh", edge_model=torus,
+    )
+
+
 # ----------------------------------------------------------------------------- reference reader
 
 
@@ -505,10 +524,25 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ho.add_argument("--feat-dim", type=int, default=16)
     ho.add_argument("--community", type=int, default=None)
     ho.add_argument("--seed", type=int, default=0)
+    rm = sub.add_parser("rmat", help="a heterogeneous RMAT power-law graph (Graph500 parameters)")
+    me = sub.add_parser("mesh", help="a 2-D torus mesh, 2 edges per node")
+    for sp in (rm, me):
+        sp.add_argument("out_dir")
+        sp.add_argument("--num-nodes", type=int, required=True)
+        sp.add_argument("--num-chunks", type=int, default=8)
+        sp.add_argument("--format", choices=EDGE_FORMATS, default="numpy")
+        sp.add_argument("--seed", type=int, default=0)
+    rm.add_argument("--num-edges", type=int, required=True)
     args = parser.parse_args(argv)
     try:
         if args.command == "example":
             path = example_graph(args.out_dir, scale=args.scale, seed=args.seed)
+        elif args.command == "rmat":
+            path = rmat_graph(args.out_dir, args.num_nodes, args.num_edges, num_chunks=args.num_chunks,
+                              fmt=args.format, seed=args.seed)
+        elif args.command == "mesh":
+            path = mesh_graph(args.out_dir, args.num_nodes, num_chunks=args.num_chunks, fmt=args.format,
+                              seed=args.seed)
         else:
             path = homogeneous_graph(
                 args.out_dir, args.num_nodes, args.num_edges, num_chunks=args.num_chunks,

@@ -11,6 +11,11 @@ from distpart.synthetic import read_whole_graph
 from reference import check_output, read_assignment_files
 
 
+@pytest.mark.parametrize("nranks", (*RANKS, 3))
+def test_partitioner_graph_matches_a_serial_reference(nranks):
+    run_driver("adjacency_driver", nranks)
+
+
 @pytest.mark.parametrize("nranks", RANKS)
 def test_binding_on_grid_graphs(nranks):
     run_driver("parmetis_driver", nranks)

@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from distpart.assignment import META_FILE, format_lines, keyed_permutation, random_parts, read_partition_meta
+from distpart.arrays import keyed_permutation
+from distpart.assignment import META_FILE, format_lines, random_parts, read_partition_meta
 from distpart.errors import InputError
 from distpart.readers import block_bounds, read_csv_ints
 

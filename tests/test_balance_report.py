@@ -1,26 +1,14 @@
-"""Pure parts of ParMETIS assignment and reporting: CSR building, constraints, weights, report."""
+"""Pure parts of ParMETIS assignment and reporting: constraints, weights, report."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from distpart.adjacency import csr_from_pairs
 from distpart.balance import BalanceOptions, usable_constraints, vertex_weights
 from distpart.errors import InputError
 from distpart.metadata import load_metadata
 from distpart.report import imbalance, summarize
 from distpart.synthetic import example_graph, read_whole_graph
-
-
-@pytest.mark.parametrize("num_cols", [50, 2**40])  # combined-key sort, and the lexsort fallback
-def test_csr_from_pairs_sorts_and_drops_duplicates(num_cols):
-    rng = np.random.default_rng(1)
-    rows = rng.integers(0, 10, 400)
-    cols = rng.integers(0, 50, 400)
-    xadj, adjncy = csr_from_pairs(rows, cols, 12, num_cols)
-    assert xadj[0] == 0 and len(xadj) == 13 and xadj[-1] == len(adjncy)
-    for r in range(12):
-        assert adjncy[xadj[r]:xadj[r + 1]].tolist() == sorted(set(cols[rows == r].tolist()))
 
 
 def test_usable_constraints():

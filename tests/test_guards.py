@@ -47,3 +47,10 @@ def test_writing_turns_disk_errors_into_output_errors(tmp_path):
     with pytest.raises(OutputError, match="cannot write: Read-only file system"):
         with writing(tmp_path / "f"):
             raise OSError(errno.EROFS, os.strerror(errno.EROFS))
+
+
+def test_freed_memory_goes_back_to_the_os(monkeypatch):
+    from distpart.guards import return_freed_memory_to_the_os
+    assert return_freed_memory_to_the_os() is True  # glibc (Debian, the CI machine)
+    monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", "65536")
+    assert return_freed_memory_to_the_os() is False  # the user's setting wins

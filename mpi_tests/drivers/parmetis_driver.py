@@ -10,7 +10,6 @@ import numpy as np
 from mpi4py import MPI
 
 from distpart import parmetis
-from distpart.adjacency import csr_from_pairs
 
 comm = MPI.COMM_WORLD
 rank, size = comm.Get_rank(), comm.Get_size()
@@ -28,7 +27,9 @@ both = np.concatenate([pairs, pairs[:, ::-1]])
 def partition(vtxdist, nparts, vwgt=None):
     lo, hi = vtxdist[rank], vtxdist[rank + 1]
     mine = both[(both[:, 0] >= lo) & (both[:, 0] < hi)]
-    xadj, adjncy = csr_from_pairs(mine[:, 0] - lo, mine[:, 1], hi - lo, n)
+    mine = mine[np.lexsort((mine[:, 1], mine[:, 0]))]
+    xadj = np.concatenate([[0], np.cumsum(np.bincount(mine[:, 0] - lo, minlength=hi - lo))])
+    adjncy = mine[:, 1]
     w = None if vwgt is None else vwgt[lo:hi]
     part = parmetis.part_kway(lib, comm, vtxdist, xadj, adjncy, w, nparts, 1.05, seed=1)
     return np.concatenate(comm.allgather(part))
