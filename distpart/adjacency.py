@@ -19,7 +19,7 @@ import numpy as np
 
 from .arrays import offsets, sorted_unique
 from .blocks import edge_pieces
-from .exchange import DEFAULT_MAX_BYTES, exchange
+from .exchange import DEFAULT_MAX_BYTES, exchange, lookup
 from .metadata import GraphMeta
 from .progress import Progress
 from .readers import block_bounds
@@ -44,7 +44,8 @@ def type_offsets(meta: GraphMeta) -> np.ndarray:
 
 
 def build_csr(comm: Intracomm, meta: GraphMeta, max_bytes: int = DEFAULT_MAX_BYTES,
-              progress: Optional[Progress] = None, index_dtype: "np.dtype | type" = np.int64) -> DistributedCSR:
+              progress: Optional[Progress] = None, index_dtype: "np.dtype | type" = np.int64,
+              numbering: Optional[np.ndarray] = None) -> DistributedCSR:
     """Read the edges piece by piece and route both directions of each edge to its row's
     owner. Collective.
 
@@ -52,11 +53,15 @@ def build_csr(comm: Intracomm, meta: GraphMeta, max_bytes: int = DEFAULT_MAX_BYT
     entry, duplicates dropped piece by piece, then merges them in place into the CSR;
     `xadj`/`adjncy` come out in `index_dtype` (the partitioner's integer type) so handing
     them over copies nothing. Transient memory is bounded by the piece size.
+
+    `numbering` renumbers the vertices: the new IDs of this rank's block of homogeneous IDs
+    (a permutation over all ranks, e.g. `ordering.hubs_first`); rows, columns and in-degrees
+    are then in the new numbering.
     """
     progress = progress or Progress.off()
     total = sum(-(-et.count // comm.Get_size()) for et in meta.edge_types)
     with progress.task("graph for the partitioner", total, "edges"):
-        return _build_csr(comm, meta, max_bytes, progress, np.dtype(index_dtype))
+        return _build_csr(comm, meta, max_bytes, progress, np.dtype(index_dtype), numbering)
 
 
 def piece_rows(max_bytes: int) -> int:
@@ -68,7 +73,7 @@ def piece_rows(max_bytes: int) -> int:
 
 
 def _build_csr(comm: Intracomm, meta: GraphMeta, max_bytes: int, progress: Progress,
-               index_dtype: np.dtype) -> DistributedCSR:
+               index_dtype: np.dtype, numbering: Optional[np.ndarray]) -> DistributedCSR:
     offsets = type_offsets(meta)
     n = int(offsets[-1])
     vtxdist = block_bounds(n, comm.Get_size())
@@ -80,6 +85,9 @@ def _build_csr(comm: Intracomm, meta: GraphMeta, max_bytes: int, progress: Progr
             u = piece.src + offsets[meta.ntype_id(etype.src)]
             v = piece.dst + offsets[meta.ntype_id(etype.dst)]
             del piece
+            if numbering is not None:
+                u = lookup(comm, u, vtxdist, numbering, max_bytes)
+                v = lookup(comm, v, vtxdist, numbering, max_bytes)
             loop = u == v
             # Row v gets u (and counts the edge as incoming); row u gets v unless it is a self loop.
             first = np.concatenate([v, u[~loop]])

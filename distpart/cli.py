@@ -129,6 +129,9 @@ def method_options(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--balance-feature", action="append", default=[], metavar="NTYPE/FEAT",
                     help="parmetis: also balance this 0/1 node feature (e.g. paper/train_mask); repeatable")
     sp.add_argument("--imbalance", type=float, default=1.05, help="parmetis: allowed load imbalance (ubvec)")
+    sp.add_argument("--vertex-order", choices=["degree", "input"], default="degree",
+                    help="parmetis: number the vertices hubs first (default; much smaller cuts on "
+                         "power-law graphs) or keep the input's order")
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -304,7 +307,7 @@ def _claim_output_folders(comm: Intracomm, args: argparse.Namespace, meta) -> No
 
 def _step1_options(args: argparse.Namespace) -> dict:
     """What Step 1's assignment depends on besides the input (and the number of ranks)."""
-    keys = ("method", "seed", "balance_ntypes", "balance_edges", "balance_feature", "imbalance")
+    keys = ("method", "seed", "balance_ntypes", "balance_edges", "balance_feature", "imbalance", "vertex_order")
     recorded = {k: getattr(args, k) for k in keys if hasattr(args, k)}
     recorded["num_parts"] = args.num_parts
     return recorded
@@ -358,7 +361,7 @@ def _step1(comm: Intracomm, args: argparse.Namespace, meta, assign_dir: Path, ke
             balance = BalanceOptions(args.balance_ntypes, args.balance_edges,
                                      tuple(args.balance_feature), args.imbalance)
             assignment = parmetis_assignment(comm, meta, args.num_parts, balance, args.seed, max_bytes,
-                                             log.progress)
+                                             log.progress, args.vertex_order)
         write_assignment(comm, assignment, meta, assign_dir)
         digest = fingerprint(comm, assignment, meta)
         with agreed(comm):

@@ -107,3 +107,26 @@ def test_dispatch_of_a_parmetis_assignment_is_identical_for_any_rank_count(examp
     assert "part3/graph.dgl" in trees[1]
     for r in RANKS[1:]:
         assert trees[r] == trees[1], f"R={r} differs from R=1"
+
+
+@pytest.mark.parametrize("nranks", [1, 2, 4])
+def test_hubs_first_cuts_less_on_a_power_law_graph(nranks, tmp_path):
+    """The default vertex order against the input's, on an RMAT graph (IDs randomly relabelled)."""
+    from distpart.synthetic import rmat_graph
+    meta = rmat_graph(tmp_path / "in", 4000, 40_000, num_chunks=3, seed=2)
+    cuts = {}
+    for order in ("degree", "input"):
+        out = tmp_path / order
+        distpart(nranks, "assign", meta.parent, out, "--num-parts", 4, "--vertex-order", order)
+        part = np.concatenate([np.loadtxt(out / f"{t}.txt", dtype=np.int64) for t in ("user", "item")])
+        assert part.min() >= 0 and part.max() < 4
+        assert np.bincount(part, minlength=4).max() <= 1.06 * len(part) / 4
+        ref = read_whole_graph(meta)
+        n_user = 4000 * 3 // 5
+        offs = {"user": 0, "item": n_user}
+        cut = 0
+        for etype, (src, dst) in ref["edges"].items():
+            s, _, d = etype.split(":")
+            cut += int((part[src + offs[s]] != part[dst + offs[d]]).sum())
+        cuts[order] = cut
+    assert cuts["degree"] < 0.9 * cuts["input"], cuts
