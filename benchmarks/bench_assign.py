@@ -110,6 +110,7 @@ def prep_worker(folder: str) -> None:
     from distpart.adjacency import build_csr
     from distpart.guards import return_freed_memory_to_the_os
     from distpart.metadata import load_metadata
+    from distpart.ordering import degrees, hubs_first
 
     return_freed_memory_to_the_os()  # as the distpart command does
     comm = MPI.COMM_WORLD
@@ -118,10 +119,14 @@ def prep_worker(folder: str) -> None:
     t0 = time.perf_counter()
     # 32-bit indices where they fit, as a 32-bit ParMETIS (Debian's) or KaMinPar gets them.
     index = np.int32 if sum(meta.node_counts) < 2**31 and 2 * sum(meta.edge_counts) < 2**31 else np.int64
-    csr = build_csr(comm, meta, index_dtype=index)
+    # What parmetis_assignment prepares with the default --vertex-order degree.
+    degree, in_degree = degrees(comm, meta)
+    numbering = hubs_first(comm, degree)
+    del degree
+    csr = build_csr(comm, meta, index_dtype=index, numbering=numbering)
     seconds = time.perf_counter() - t0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    held = csr.xadj.nbytes + csr.adjncy.nbytes + csr.in_degree.nbytes
+    held = csr.xadj.nbytes + csr.adjncy.nbytes + csr.in_degree.nbytes + in_degree.nbytes + numbering.new_ids.nbytes
     edges_per_rank = sum(meta.edge_counts) / comm.Get_size()
     rows = comm.gather({"prep_s": round(seconds, 2), "prep_mb": round((peak - current) / 2**20),
                         "prep_b_per_edge": round((peak - current) / edges_per_rank, 1),

@@ -38,6 +38,16 @@ class DistributedCSR:
     in_degree: np.ndarray   # (nlocal,) directed in-degree in the input, self loops included
 
 
+@dataclass(frozen=True)
+class Renumbering:
+    """New vertex IDs for the partitioner: `new_ids` of this rank's block of input IDs
+    (`block_bounds` of the vertex count), and `bounds`, the blocks of new IDs whose rows each
+    rank holds (the partitioner's vtxdist; blocks need not be equal)."""
+
+    new_ids: np.ndarray
+    bounds: np.ndarray
+
+
 def type_offsets(meta: GraphMeta) -> np.ndarray:
     """offset[t] = first homogeneous ID of node type t; offset[-1] = total nodes."""
     return offsets(meta.node_counts)
@@ -45,7 +55,7 @@ def type_offsets(meta: GraphMeta) -> np.ndarray:
 
 def build_csr(comm: Intracomm, meta: GraphMeta, max_bytes: int = DEFAULT_MAX_BYTES,
               progress: Optional[Progress] = None, index_dtype: "np.dtype | type" = np.int64,
-              numbering: Optional[np.ndarray] = None) -> DistributedCSR:
+              numbering: Optional[Renumbering] = None) -> DistributedCSR:
     """Read the edges piece by piece and route both directions of each edge to its row's
     owner. Collective.
 
@@ -54,9 +64,8 @@ def build_csr(comm: Intracomm, meta: GraphMeta, max_bytes: int = DEFAULT_MAX_BYT
     `xadj`/`adjncy` come out in `index_dtype` (the partitioner's integer type) so handing
     them over copies nothing. Transient memory is bounded by the piece size.
 
-    `numbering` renumbers the vertices: the new IDs of this rank's block of homogeneous IDs
-    (a permutation over all ranks, e.g. `ordering.hubs_first`); rows, columns and in-degrees
-    are then in the new numbering.
+    `numbering` renumbers the vertices (e.g. `ordering.hubs_first`): rows, columns and
+    in-degrees are then in the new numbering, rows in its blocks.
     """
     progress = progress or Progress.off()
     total = sum(-(-et.count // comm.Get_size()) for et in meta.edge_types)
@@ -73,10 +82,11 @@ def piece_rows(max_bytes: int) -> int:
 
 
 def _build_csr(comm: Intracomm, meta: GraphMeta, max_bytes: int, progress: Progress,
-               index_dtype: np.dtype, numbering: Optional[np.ndarray]) -> DistributedCSR:
+               index_dtype: np.dtype, numbering: Optional[Renumbering]) -> DistributedCSR:
     offsets = type_offsets(meta)
     n = int(offsets[-1])
-    vtxdist = block_bounds(n, comm.Get_size())
+    input_blocks = block_bounds(n, comm.Get_size())
+    vtxdist = input_blocks if numbering is None else numbering.bounds
     lo, hi = int(vtxdist[comm.Get_rank()]), int(vtxdist[comm.Get_rank() + 1])
     in_degree = np.zeros(hi - lo, dtype=np.int64)
     keys: List[np.ndarray] = []
@@ -86,8 +96,8 @@ def _build_csr(comm: Intracomm, meta: GraphMeta, max_bytes: int, progress: Progr
             v = piece.dst + offsets[meta.ntype_id(etype.dst)]
             del piece
             if numbering is not None:
-                u = lookup(comm, u, vtxdist, numbering, max_bytes)
-                v = lookup(comm, v, vtxdist, numbering, max_bytes)
+                u = lookup(comm, u, input_blocks, numbering.new_ids, max_bytes)
+                v = lookup(comm, v, input_blocks, numbering.new_ids, max_bytes)
             loop = u == v
             # Row v gets u (and counts the edge as incoming); row u gets v unless it is a self loop.
             first = np.concatenate([v, u[~loop]])

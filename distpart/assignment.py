@@ -124,14 +124,14 @@ def parmetis_assignment(comm: Intracomm, meta: GraphMeta, num_parts: int, balanc
     if names == ["nodes"] or vwgt.shape[1] == 0:
         vwgt = None  # plain node balance is ParMETIS's default: no weights needed
     elif numbering is not None:
-        vwgt = _renumbered_rows(comm, vwgt, numbering, lo, vtxdist, max_bytes)
+        vwgt = _renumbered_rows(comm, vwgt, numbering.new_ids, numbering.bounds, max_bytes)
     estimate = 1.0 + PARMETIS_S_PER_ARC * len(csr.adjncy)
     with agreed(comm), progress.opaque("ParMETIS_V3_PartKway", estimate):
         part = parmetis.part_kway(lib, comm, csr.vtxdist, csr.xadj, csr.adjncy, vwgt, num_parts,
                                   balance.imbalance, seed)
     del csr, vwgt
     if numbering is not None:  # back to the input's numbering
-        part = lookup(comm, numbering, vtxdist, part, max_bytes)
+        part = lookup(comm, numbering.new_ids, numbering.bounds, part, max_bytes)
     blocks = {}
     for t, ntype in enumerate(meta.node_types):
         n = meta.num_nodes(ntype)
@@ -149,13 +149,15 @@ def fingerprint(comm: Intracomm, assignment: Assignment, meta: GraphMeta) -> str
     return assignment_fingerprint(comm.allreduce(local), assignment.num_parts)
 
 
-def _renumbered_rows(comm: Intracomm, rows: np.ndarray, numbering: np.ndarray, lo: int,
-                     vtxdist: np.ndarray, max_bytes: int) -> np.ndarray:
-    """Per-vertex rows moved from the input's numbering to `numbering` (same blocks). Collective."""
+def _renumbered_rows(comm: Intracomm, rows: np.ndarray, new_ids: np.ndarray, bounds: np.ndarray,
+                     max_bytes: int) -> np.ndarray:
+    """Per-vertex rows moved from the input's numbering to the new one, whose blocks are
+    `bounds`. Collective."""
     from .exchange import exchange
-    owner = np.searchsorted(vtxdist, numbering, side="right") - 1
-    (ids, got), _ = exchange(comm, owner, [numbering, rows], max_bytes)
-    out = np.empty_like(rows)
+    owner = np.searchsorted(bounds, new_ids, side="right") - 1
+    (ids, got), _ = exchange(comm, owner, [new_ids, rows], max_bytes)
+    lo, hi = int(bounds[comm.Get_rank()]), int(bounds[comm.Get_rank() + 1])
+    out = np.empty((hi - lo, *rows.shape[1:]), dtype=rows.dtype)
     out[ids - lo] = got
     return out
 
