@@ -46,8 +46,9 @@ def make_graph(kind: str, folder: Path, nodes: int, edges: int) -> Path:
     return folder
 
 
-def symmetric_simple(folder: Path) -> "tuple[np.ndarray, int, List[str], np.ndarray]":
-    """(undirected simple edges u < v, vertex count, node types, homogeneous type offsets)."""
+def symmetric_simple(folder: Path) -> "tuple[np.ndarray, int, List[str], np.ndarray, np.ndarray]":
+    """(undirected simple edges u < v, vertex count, node types, homogeneous type offsets,
+    input in-degree per vertex)."""
     meta = json.loads((folder / "metadata.json").read_text())
     ntypes = meta["node_type"]
     offsets = np.concatenate([[0], np.cumsum([sum(c) for c in meta["num_nodes_per_chunk"]])])
@@ -59,10 +60,11 @@ def symmetric_simple(folder: Path) -> "tuple[np.ndarray, int, List[str], np.ndar
         vs.append(dst + offsets[ntypes.index(d)])
     u, v = np.concatenate(us), np.concatenate(vs)
     n = int(offsets[-1])
+    in_degree = np.bincount(v, minlength=n)
     lo, hi = np.minimum(u, v), np.maximum(u, v)
     keep = lo != hi
     key = np.unique(lo[keep] * n + hi[keep])
-    return np.stack([key // n, key % n], 1), n, ntypes, offsets
+    return np.stack([key // n, key % n], 1), n, ntypes, offsets, in_degree
 
 
 def metis_partition(edges: np.ndarray, n: int, parts: int) -> "tuple[np.ndarray, float, float]":
@@ -77,11 +79,18 @@ def metis_partition(edges: np.ndarray, n: int, parts: int) -> "tuple[np.ndarray,
     return np.asarray(membership, dtype=np.int64), seconds, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def quality(part: np.ndarray, edges: np.ndarray, parts: int, ntypes: List[str], offsets: np.ndarray) -> dict:
+def imbalance(part: np.ndarray, parts: int, weights: Optional[np.ndarray] = None) -> float:
+    loads = np.bincount(part, weights=weights, minlength=parts)
+    return round(float(loads.max() / loads.mean()), 3)
+
+
+def quality(part: np.ndarray, edges: np.ndarray, parts: int, ntypes: List[str], offsets: np.ndarray,
+            in_degree: np.ndarray) -> dict:
+    """Cut and the imbalance of every constraint distpart can balance (nodes, each node
+    type, edges kept = in-degree)."""
     cut = int((part[edges[:, 0]] != part[edges[:, 1]]).sum())
-    loads = np.bincount(part, minlength=parts)
     row = {"cut": cut, "cut_pct": round(100 * cut / max(len(edges), 1), 2),
-           "imb_nodes": round(float(loads.max() / loads.mean()), 3)}
+           "imb_nodes": imbalance(part, parts), "imb_edges": imbalance(part, parts, in_degree.astype(np.float64))}
     if len(ntypes) > 1:
         row["imb_per_type"] = "/".join(
             f"{(lambda c: c.max() / c.mean())(np.bincount(part[offsets[t]:offsets[t + 1]], minlength=parts)):.3f}"
@@ -168,12 +177,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         for kind in args.graphs.split(","):
             folder = make_graph(kind, work / f"{kind}-{args.num_nodes}-{args.num_edges}", args.num_nodes, args.num_edges)
-            edges, n, ntypes, offsets = symmetric_simple(folder)
+            edges, n, ntypes, offsets, in_degree = symmetric_simple(folder)
             print(f"{kind}: {n} nodes, {len(edges)} undirected simple edges, {len(ntypes)} node types", flush=True)
             base = {"graph": kind, "nodes": n, "simple_edges": len(edges)}
             if not args.no_metis:
                 part, seconds, rss = metis_partition(edges, n, args.parts)
-                rows.append({**base, "method": "METIS (serial)", **quality(part, edges, args.parts, ntypes, offsets),
+                rows.append({**base, "method": "METIS (serial)", **quality(part, edges, args.parts, ntypes, offsets, in_degree),
                              "assign_s": round(seconds, 2), "peak_rss_mb": f"{rss:.0f}"})
             for method in args.methods.split(","):
                 try:
@@ -182,7 +191,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                     rows.append({**base, "method": method, "cut": f"failed (exit {e.returncode})"})
                     continue
                 part = read_parts(run.pop("out"), ntypes)
-                row = {**base, "method": method, **quality(part, edges, args.parts, ntypes, offsets), **run}
+                row = {**base, "method": method, **quality(part, edges, args.parts, ntypes, offsets, in_degree), **run}
                 if args.prep and method.split(":")[0] in ("parmetis", "kaminpar") and method == args.methods.split(",")[0]:
                     row.update(measure_prep(args, folder))
                 rows.append(row)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -25,6 +24,7 @@ from pathlib import Path
 
 from distpart.collective import format_stage_table
 from distpart.synthetic import example_graph, homogeneous_graph
+from common import mpi_env, mpiexec
 
 
 def main(argv=None) -> int:
@@ -57,10 +57,8 @@ def main(argv=None) -> int:
             name, parts = f"homogeneous {args.num_nodes} nodes / {args.num_edges} edges ({args.format})", \
                 args.num_parts or args.ranks
         gen_s = time.perf_counter() - t0
-        env = dict(os.environ, OMPI_MCA_rmaps_base_oversubscribe="1")
-        if os.geteuid() == 0:
-            env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-        mpi = [shutil.which("mpiexec") or "mpiexec", "-n", str(args.ranks), sys.executable, "-m", "distpart.cli"]
+        env = mpi_env()
+        mpi = mpiexec(args.ranks, [])
         if args.stages_apart:
             jobs = [["assign", str(meta.parent), str(work / "assign"), "--num-parts", str(parts), "--method", args.method],
                     ["dispatch", str(meta.parent), str(work / "assign"), str(work / "out")],

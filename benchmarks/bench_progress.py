@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -18,6 +17,7 @@ import time
 from pathlib import Path
 
 from distpart.synthetic import homogeneous_graph
+from common import mpi_env, mpiexec
 
 
 def main(argv=None) -> int:
@@ -32,12 +32,9 @@ def main(argv=None) -> int:
     work = Path(tempfile.mkdtemp(prefix="distpart-progress-"))
     try:
         meta = homogeneous_graph(work / "in", args.num_nodes, args.num_edges, num_chunks=4)
-        env = dict(os.environ, OMPI_MCA_rmaps_base_oversubscribe="1")
-        if os.geteuid() == 0:
-            env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-        cmd = [shutil.which("mpiexec") or "mpiexec", "-n", str(args.ranks), sys.executable, "-m", "distpart",
-               "pipeline", str(meta.parent), str(work / "out"), "--num-parts", str(args.num_parts),
-               "--method", args.method]
+        env = mpi_env()
+        cmd = mpiexec(args.ranks, ["pipeline", meta.parent, work / "out", "--num-parts", args.num_parts,
+                                   "--method", args.method])
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
         eta_at = []

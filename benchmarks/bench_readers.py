@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import shutil
 import subprocess
@@ -34,15 +33,9 @@ from pathlib import Path
 from typing import Dict, List
 
 import numpy as np
+from common import mpi_env, mpiexec
 
 VARIANTS = ("numpy", "parquet-1rg", "parquet-64k", "parquet-list-64k", "csv")
-
-
-def _mpi_env() -> Dict[str, str]:
-    env = dict(os.environ, OMPI_MCA_rmaps_base_oversubscribe="1")
-    if os.geteuid() == 0:
-        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    return env
 
 
 def write_variant(root: Path, variant: str, rows: int, dim: int, edges: int) -> Path:
@@ -116,9 +109,8 @@ def worker(folder: str, max_mb: int, out: str) -> None:
 
 def run_read(folder: Path, ranks: int, max_mb: int, work: Path) -> dict:
     out = work / "read.json"
-    cmd = [shutil.which("mpiexec") or "mpiexec", "-n", str(ranks), sys.executable, __file__,
-           "--worker", str(folder), "--max-message-mb", str(max_mb), "--worker-out", str(out)]
-    subprocess.run(cmd, check=True, env=_mpi_env(), cwd=work)   # not the checkout: -m would import it
+    cmd = mpiexec(ranks, ["--worker", folder, "--max-message-mb", max_mb, "--worker-out", out], script=Path(__file__))
+    subprocess.run(cmd, check=True, env=mpi_env(), cwd=work)   # not the checkout: -m would import it
     per_rank = json.loads(out.read_text())
     errors = [r["error"] for r in per_rank if r["error"]]
     return {"wall_s": round(max(r["wall_s"] for r in per_rank), 3),
@@ -130,10 +122,9 @@ def run_read(folder: Path, ranks: int, max_mb: int, work: Path) -> dict:
 def run_pipeline(folder: Path, ranks: int, max_mb: int, work: Path) -> dict:
     out_dir, stats = work / "out", work / "stats.json"
     shutil.rmtree(out_dir, ignore_errors=True)
-    cmd = [shutil.which("mpiexec") or "mpiexec", "-n", str(ranks), sys.executable, "-m", "distpart.cli",
-           "pipeline", str(folder), str(out_dir), "--num-parts", str(ranks), "--method", "random", "--no-verify",
-           "--max-message-mb", str(max_mb), "--stats-json", str(stats), "--quiet"]
-    proc = subprocess.run(cmd, env=_mpi_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    cmd = mpiexec(ranks, ["pipeline", folder, out_dir, "--num-parts", ranks, "--method", "random", "--no-verify",
+                          "--max-message-mb", max_mb, "--stats-json", stats, "--quiet"])
+    proc = subprocess.run(cmd, env=mpi_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                           cwd=work)
     if proc.returncode != 0:
         said = [line for line in proc.stderr.splitlines() if "error:" in line]
