@@ -16,7 +16,8 @@ setup(
         "h5py>=3.6",
     ],
     extras_require={
-        "test": ["pytest>=7", "psutil>=5", "pyyaml>=6"],
+        "test": ["pytest>=7", "psutil>=5", "pyyaml>=6", "matplotlib>=3.5"],
+        "plot": ["matplotlib>=3.5"],
         "torch": ["torch"],
     },
     entry_points={"console_scripts": ["distpart = distpart.cli:main"]},

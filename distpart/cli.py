@@ -85,6 +85,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--balance-feature", action="append", default=[], metavar="NTYPE/FEAT",
                    help="also report the balance of this 0/1 node feature")
     r.add_argument("--json", type=Path, help="where to write the report (default OUT_DIR/report.json)")
+    r.add_argument("--plot", type=Path, metavar="FILE.png",
+                   help="also draw nodes and edges per partition by type, halo ratio and edge cut "
+                        "(needs matplotlib: pip install 'distpart[plot]')")
     common(r)
 
     h = sub.add_parser("hostfile", help="print an MPI hostfile for the machines of DGL's ip_config.txt")
@@ -390,7 +393,7 @@ def _run(comm: Intracomm, args: argparse.Namespace, log) -> None:
         check_layout(num_parts, comm.Get_size())
 
     if args.command == "report":
-        report(comm, args.out_dir, args.balance_feature, args.json)
+        report(comm, args.out_dir, args.balance_feature, args.json, args.plot)
         return
     if args.command == "verify" and args.quick:
         from .verify import verify_quick

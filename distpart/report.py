@@ -30,7 +30,9 @@ def _part_stats(out_dir: Path, config: dict, p: int, ntypes: List[str], features
     g = read_graph(out_dir / files["part_graph"])
     per_type = {t: int(config["node_map"][t][p][1] - config["node_map"][t][p][0]) for t in ntypes}
     inner = sum(per_type.values())
+    per_etype = {e: int(config["edge_map"][e][p][1] - config["edge_map"][e][p][0]) for e in config["edge_map"]}
     stats = {"partition": p, "nodes": inner, "nodes_per_type": per_type, "edges": int(len(g.src)),
+             "edges_per_type": per_etype,
              "halo_nodes": int(g.num_nodes - inner), "cut_edges": int((g.src >= inner).sum())}
     if features:
         feats = read_tensor_dict(out_dir / files["node_feats"], mmap=True)
@@ -87,8 +89,10 @@ def _config_basics(path: Path, config) -> "tuple[int, List[str]]":
     return num_parts, sorted(ntypes, key=ntypes.get)
 
 
-def report(comm: Intracomm, out_dir: Path, features: Sequence[str] = (), json_path: Optional[Path] = None) -> Optional[dict]:
-    """Compute the report of an output; rank 0 prints it, writes JSON and returns it. Collective."""
+def report(comm: Intracomm, out_dir: Path, features: Sequence[str] = (), json_path: Optional[Path] = None,
+           plot_path: Optional[Path] = None) -> Optional[dict]:
+    """Compute the report of an output; rank 0 prints it, writes JSON (and the plot) and
+    returns it. Collective."""
     out_dir = Path(out_dir)
     with agreed(comm):
         config = read_json(out_dir / CONFIG_FILE, OutputError)
@@ -98,11 +102,15 @@ def report(comm: Intracomm, out_dir: Path, features: Sequence[str] = (), json_pa
     with agreed(comm):
         mine = [_part_stats(out_dir, config, p, ntypes, features) for p in layout.parts_of(comm.Get_rank())]
     everyone = comm.gather(mine, root=0)  # a few numbers per partition: a small control message
-    if comm.Get_rank() != 0:
-        return None
-    rep = summarize([s for part in everyone for s in part], ntypes, features)
-    path = json_path or out_dir / REPORT_FILE
-    path.write_text(json.dumps(rep, indent=2) + "\n")
-    print(format_report(rep, ntypes), flush=True)
+    rep = None
+    with agreed(comm):
+        if comm.Get_rank() == 0:
+            rep = summarize([s for part in everyone for s in part], ntypes, features)
+            path = json_path or out_dir / REPORT_FILE
+            path.write_text(json.dumps(rep, indent=2) + "\n")
+            print(format_report(rep, ntypes), flush=True)
+            if plot_path is not None:
+                from .plot import plot_report
+                plot_report(rep, ntypes, list(config["edge_map"]), plot_path)
     return rep
 
