@@ -16,8 +16,10 @@ setup(
         "h5py>=3.6",
     ],
     extras_require={
-        "test": ["pytest>=7", "psutil>=5", "pyyaml>=6", "matplotlib>=3.5"],
+        "test": ["pytest>=7", "psutil>=5", "pyyaml>=6", "matplotlib>=3.5", "kaminpar==3.7.3"],
         "plot": ["matplotlib>=3.5"],
+        # `--method kaminpar`; pinned, since distpart writes the ParHIP files this version reads.
+        "kaminpar": ["kaminpar==3.7.3"],
         "torch": ["torch"],
     },
     entry_points={"console_scripts": ["distpart = distpart.cli:main"]},

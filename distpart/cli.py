@@ -125,7 +125,9 @@ def guard_options(sp: argparse.ArgumentParser) -> None:
 
 def method_options(sp: argparse.ArgumentParser) -> None:
     """Step 1's options, shared by `assign` and `pipeline` (DGL partition_graph's names)."""
-    sp.add_argument("--method", choices=["parmetis", "random"], default="parmetis")
+    sp.add_argument("--method", choices=["parmetis", "random", "kaminpar"], default="parmetis")
+    sp.add_argument("--threads", type=int, metavar="N",
+                    help="kaminpar: threads of the one process that runs it (default: the cores of its node)")
     sp.add_argument("--seed", type=int, default=0)
     sp.add_argument("--balance-ntypes", action="store_true", help="parmetis: balance every node type")
     sp.add_argument("--balance-edges", action="store_true", help="parmetis: balance edges (in-degree)")
@@ -360,6 +362,12 @@ def _step1(comm: Intracomm, args: argparse.Namespace, meta, assign_dir: Path, ke
     with log.stage(comm, "assign"):
         if args.method == "random":
             assignment = random_assignment(comm, meta, args.num_parts, args.seed)
+        elif args.method == "kaminpar":
+            from .kaminpar import kaminpar_assignment
+            balance = BalanceOptions(args.balance_ntypes, args.balance_edges,
+                                     tuple(args.balance_feature), args.imbalance)
+            assignment = kaminpar_assignment(comm, meta, args.num_parts, balance, args.seed, max_bytes,
+                                             log.progress, args.threads, assign_dir)
         else:
             balance = BalanceOptions(args.balance_ntypes, args.balance_edges,
                                      tuple(args.balance_feature), args.imbalance)
