@@ -21,6 +21,12 @@ setup(
         # `--method kaminpar`; pinned, since distpart writes the ParHIP files this version reads.
         "kaminpar": ["kaminpar==3.7.3"],
         "torch": ["torch"],
+        # --graphbolt writes DGL's GraphBolt graphs (torch objects). DGL 2.1.0, the newest on
+        # PyPI, loads only with torch 2.0-2.2.1, which is built against numpy 1.x; torchdata
+        # 0.7.1 still has the datapipes graphbolt imports; recent pyarrow needs numpy 2 (26.0
+        # refuses 1.26), 17.0 does not. scripts/setup-dgl.sh builds such an environment.
+        "graphbolt": ["dgl==2.1.0", "torch==2.2.1", "torchdata==0.7.1", "numpy<2", "pyarrow>=12,<18",
+                      "pandas<2.3", "pyyaml", "pydantic"],
     },
     entry_points={"console_scripts": ["distpart = distpart.cli:main"]},
 )

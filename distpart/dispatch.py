@@ -14,6 +14,10 @@ Partition p is built by rank p // (P / R). The flow, every array exchange buffer
 Each partition is moved into place with a completion record as soon as it is written; a
 resumed run (`resume=True`) keeps the partitions whose record matches and sends only the
 rows of the others (see `resume`).
+
+With `graphbolt` (GraphboltOptions), each owner also writes the partition's GraphBolt graph
+(`fused_csc_sampling_graph.pt`, see `graphbolt`), staged, published and recorded with the
+other files, and the config gains DGL's `part_graph_graphbolt` keys.
 """
 from __future__ import annotations
 
@@ -35,7 +39,8 @@ from .errors import InputError
 from .guards import writing
 from .exchange import DEFAULT_MAX_BYTES, allreduce_sum, exchange, exscan_sum, lookup
 from .metadata import GraphMeta
-from .layout import CONFIG_FILE, PART_FILES, STAGED_SUFFIX, PartitionLayout, check_layout, partition_config
+from .layout import (CONFIG_FILE, GRAPHBOLT_FILE, PART_FILES, STAGED_SUFFIX, PartitionLayout, check_layout,
+                     partition_config)
 from .faults import pause_point
 from .manifest import MANIFEST_FILE, build_manifest, check_files, file_entry, write_manifest
 from .progress import Progress
@@ -45,6 +50,8 @@ from .resume import RunKey, check_record, remove_record, write_record
 
 if TYPE_CHECKING:
     from mpi4py.MPI import Intracomm
+
+    from .graphbolt import GraphboltOptions
 
 FileEntry = Tuple[str, Dict[str, Any]]
 
@@ -82,11 +89,12 @@ class _State:
 
 def dispatch(comm: Intracomm, meta: GraphMeta, assignment: Assignment, out_dir: Path, *, key: RunKey,
              max_bytes: int = DEFAULT_MAX_BYTES, log: Optional[StageLog] = None,
-             resume: bool = False) -> dict:
+             resume: bool = False, graphbolt: Optional[GraphboltOptions] = None) -> dict:
     """Build and write every partition; returns the partition config (all ranks). Collective.
 
     `key` (input fingerprint, options, assignment fingerprint) goes into the manifest and the
     partitions' completion records; with `resume`, partitions whose record matches it are kept.
+    With `graphbolt`, every partition also gets its GraphBolt graph (DGL and torch needed).
     """
     log = log or StageLog()
     progress = log.progress
@@ -107,13 +115,14 @@ def dispatch(comm: Intracomm, meta: GraphMeta, assignment: Assignment, out_dir: 
         _send_everything(comm, meta, assignment, state, layout, out_dir, max_bytes, log)
     else:  # every partition was complete: only the config and manifest are missing
         state.edge_counts = _gathered_edge_counts(comm, published, layout.num_parts)
-    config = partition_config(meta, assignment, state.node_counts, state.edge_counts)
+    config = partition_config(meta, assignment, state.node_counts, state.edge_counts, graphbolt is not None)
+    names = PART_FILES + ((GRAPHBOLT_FILE,) if graphbolt is not None else ())
     with log.stage(comm, "write"):
         with agreed(comm), progress.task("partitions", len(building), "partitions"):
             for p in building:
                 with writing(out_dir / f"part{p}"):
-                    _write_partition(out_dir, p, meta, state)
-                    published[p] = (_publish_partition(out_dir, p, key, state.edge_counts[p]),
+                    _write_partition(out_dir, p, meta, state, graphbolt)
+                    published[p] = (_publish_partition(out_dir, p, key, state.edge_counts[p], names),
                                     state.edge_counts[p].tolist())
                 progress.advance(1)
                 pause_point("partition-published", comm.Get_rank())
@@ -151,14 +160,19 @@ def _send_everything(comm: Intracomm, meta: GraphMeta, assignment: Assignment, s
 
 def _staged(out_dir: Path, p: int, name: str) -> Path:
     """Where partition p's file `name` is written until the partition is complete."""
+    if name == GRAPHBOLT_FILE:
+        # torch.save names the archive inside the file after the name up to its last dot:
+        # `<stem>.partial` gives the bytes DGL writes to `<stem>.pt`.
+        return out_dir / f"part{p}" / (Path(name).stem + STAGED_SUFFIX)
     return out_dir / f"part{p}" / (name + STAGED_SUFFIX)
 
 
-def _publish_partition(out_dir: Path, p: int, key: RunKey, edge_counts: np.ndarray) -> List[FileEntry]:
+def _publish_partition(out_dir: Path, p: int, key: RunKey, edge_counts: np.ndarray,
+                       names: Tuple[str, ...] = PART_FILES) -> List[FileEntry]:
     """Move partition p's complete files into place, then record it complete, so a file under
     its final name is always whole and a record always vouches for whole files."""
     entries = []
-    for name in PART_FILES:
+    for name in names:
         final = out_dir / f"part{p}" / name
         os.replace(_staged(out_dir, p, name), final)
         entries.append(file_entry(out_dir, final))
@@ -435,7 +449,8 @@ def _send_edge_type_features(comm: Intracomm, meta: GraphMeta, state: _State, la
 
 # ---------------------------------------------------------------- 5. write
 
-def _write_partition(out_dir: Path, p: int, meta: GraphMeta, state: _State) -> None:
+def _write_partition(out_dir: Path, p: int, meta: GraphMeta, state: _State,
+                     graphbolt: Optional[GraphboltOptions] = None) -> None:
     counts, ecounts = state.node_counts, state.edge_counts
     first = int(state.node_starts[p, 0])
     stop = first + int(counts[p].sum())
@@ -450,9 +465,14 @@ def _write_partition(out_dir: Path, p: int, meta: GraphMeta, state: _State) -> N
     inner = np.zeros(len(node_ids), dtype=np.uint8)
     inner[: stop - first] = 1
     etypes = np.repeat(np.arange(len(meta.edge_types)), ecounts[p] if ecounts.size else []).astype(np.int32)
-    write_graph(_staged(out_dir, p, "graph.dgl"), len(node_ids), local_src, local_dst,
-                ndata={"_ID": node_ids, "_TYPE": ntypes, "inner_node": inner},
-                edata={"_ID": np.arange(edge_first, edge_first + len(src), dtype=np.int64),
-                       "_TYPE": etypes, "inner_edge": np.ones(len(src), dtype=np.uint8)})
+    ndata = {"_ID": node_ids, "_TYPE": ntypes, "inner_node": inner}
+    edata = {"_ID": np.arange(edge_first, edge_first + len(src), dtype=np.int64),
+             "_TYPE": etypes, "inner_edge": np.ones(len(src), dtype=np.uint8)}
+    write_graph(_staged(out_dir, p, "graph.dgl"), len(node_ids), local_src, local_dst, ndata=ndata, edata=edata)
+    if graphbolt is not None:
+        from .graphbolt import write_partition_graph
+        write_partition_graph(_staged(out_dir, p, GRAPHBOLT_FILE), len(node_ids), local_src, local_dst,
+                              ndata, edata, list(meta.node_types), [e.name for e in meta.edge_types],
+                              int(counts.sum()), graphbolt)
     write_tensor_dict(_staged(out_dir, p, "orig_eids.dgl"),
                       {et.name: edges[e].orig for e, et in enumerate(meta.edge_types)})

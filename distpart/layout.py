@@ -21,6 +21,8 @@ CONFIG_FILE = "metadata.json"
 # The files of one partition folder, and the suffix they carry until the partition is complete.
 PART_FILES = ("graph.dgl", "node_feat.dgl", "edge_feat.dgl", "orig_nids.dgl", "orig_eids.dgl")
 STAGED_SUFFIX = ".partial"
+# With --graphbolt each partition also holds DGL's GraphBolt graph, named as DGL 2.1.0 names it.
+GRAPHBOLT_FILE = "fused_csc_sampling_graph.pt"
 
 
 @dataclass(frozen=True)
@@ -48,8 +50,11 @@ def check_layout(num_parts: int, nranks: int) -> None:
 
 
 def partition_config(meta: "GraphMeta", assignment: "Assignment", node_counts: np.ndarray,
-                     edge_counts: np.ndarray) -> dict:
-    """The partition config JSON DGL's loader reads (paths relative to its folder)."""
+                     edge_counts: np.ndarray, graphbolt: bool = False) -> dict:
+    """The partition config JSON DGL's loader reads (paths relative to its folder).
+
+    With `graphbolt`, the keys DGL 2.1.0's `dgl_partition_to_graphbolt` adds: each
+    partition's `part_graph_graphbolt` and the ID dtypes of the maps (always int64 there)."""
     etype_names = [e.name for e in meta.edge_types]
     config = {
         "graph_name": meta.graph_name,
@@ -67,4 +72,9 @@ def partition_config(meta: "GraphMeta", assignment: "Assignment", node_counts: n
         config[f"part-{p}"] = {"node_feats": f"part{p}/node_feat.dgl",
                                "edge_feats": f"part{p}/edge_feat.dgl",
                                "part_graph": f"part{p}/graph.dgl"}
+        if graphbolt:
+            config[f"part-{p}"]["part_graph_graphbolt"] = f"part{p}/{GRAPHBOLT_FILE}"
+    if graphbolt:
+        config["node_map_dtype"] = "int64"
+        config["edge_map_dtype"] = "int64"
     return config

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Build, once, the separate Python environment with real DGL 2.1.0 that the real-DGL tests
-# (tests/test_dgl_interop.py, mpi_tests/test_dgl_load.py) run their checks under.
+# (tests/test_dgl_interop.py, mpi_tests/test_dgl_*.py, mpi_tests/test_graphbolt.py) run their
+# checks under, and that runs distpart itself when it writes GraphBolt output (--graphbolt
+# needs torch and DGL in the ranks' Python) or trains with DGL (README, "Training with DGL").
 #
 #   bash scripts/setup-dgl.sh        # prints one line: where the environment is
 #   DISTPART_DGL_PYTHON=<env>/bin/python bash scripts/test.sh
+#   PYTHONPATH=<clone> mpiexec -n 2 <env>/bin/python -m distpart.cli pipeline ... --graphbolt
 #
 # The environment lives OUTSIDE the clone, at ${DISTPART_DGL_ENV:-/var/cache/distpart/dgl-2.1.0},
 # so a fresh clone (CI) on the same machine reuses it. It is a plain venv, kept apart from
@@ -33,7 +36,6 @@ OWNER="$ENV_DIR/.distpart-dgl-env"   # written first: only a folder with it is e
 #   pandas, pyyaml, pydantic: imported by `import dgl.distributed` (through dgl.graphbolt) but
 #     not declared by the dgl wheel; pandas < 2.3 stays on numpy 1.x;
 #   the rest: their dependencies as pip resolved them (torch's CUDA 12.1 libraries, triton).
-# The tests' own code needs nothing more there: numpy, and distpart's loader (numpy only).
 REQUIREMENTS=(
   dgl==2.1.0 torch==2.2.1 torchdata==0.7.1 numpy==1.26.4
   pandas==2.2.3 PyYAML==6.0.3 pydantic==2.14.3
@@ -48,6 +50,14 @@ REQUIREMENTS=(
   nvidia-cusolver-cu12==11.4.5.107 nvidia-cusparse-cu12==12.1.0.106 nvidia-nccl-cu12==2.19.3
   nvidia-nvjitlink-cu12==12.9.86 nvidia-nvtx-cu12==12.1.105
 )
+# What distpart needs on top to run its ranks there (distpart itself comes from the clone, on
+# PYTHONPATH, so every clone runs its own code). Installed with --no-deps after the above, and
+# added to an existing environment without rebuilding it (packages are only added, never
+# changed, so tests using the environment meanwhile are unaffected). mpi4py's wheel loads the
+# system's Open MPI at run time; pyarrow 17 is the newest that runs on numpy 1.x here
+# (26.0 refuses numpy 1.26); h5py 3.16 supports numpy >= 1.21.
+RUN_REQUIREMENTS=(mpi4py==4.1.2 pyarrow==17.0.0 h5py==3.16.0)
+RUN_STAMP="$ENV_DIR/.distpart-dgl-run-complete"
 
 log() { echo "setup-dgl: $*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -90,6 +100,19 @@ is_ready() {
     && "$ENV_DIR/bin/python" -c 'import dgl.distributed' >/dev/null 2>&1
 }
 
+want_run_stamp="$(printf '%s\n' "${RUN_REQUIREMENTS[@]}")"
+run_ready() {
+  [ -f "$RUN_STAMP" ] && [ "$(cat "$RUN_STAMP")" = "$want_run_stamp" ] \
+    && "$ENV_DIR/bin/python" -c 'import mpi4py, pyarrow.parquet, h5py' >/dev/null 2>&1
+}
+add_run_requirements() {
+  "$ENV_DIR/bin/python" -m pip --no-cache-dir --disable-pip-version-check install -q --no-deps \
+    "${RUN_REQUIREMENTS[@]}" || die "pip install of ${RUN_REQUIREMENTS[*]} failed (no network to PyPI?)"
+  "$ENV_DIR/bin/python" -c 'import numpy, mpi4py, pyarrow.parquet, h5py, dgl.distributed' >/dev/null \
+    || die "the environment cannot import distpart's dependencies next to DGL"
+  printf '%s\n' "$want_run_stamp" >"$RUN_STAMP"
+}
+
 mkdir -p "$(dirname "$ENV_DIR")"
 # One build at a time per environment folder; a second caller waits, then finds it ready.
 exec 9>"$ENV_DIR.lock"
@@ -99,6 +122,10 @@ if ! flock -n 9; then
 fi
 
 if is_ready; then
+  if ! run_ready; then
+    log "adding distpart's run dependencies to $ENV_DIR: ${RUN_REQUIREMENTS[*]}"
+    add_run_requirements
+  fi
   echo "setup-dgl: DGL 2.1.0 environment ready (cached): $ENV_DIR/bin/python"
   exit 0
 fi
@@ -131,6 +158,7 @@ PIP=("$ENV_DIR/bin/python" -m pip --no-cache-dir --disable-pip-version-check)
   || die "pip install failed (no network to PyPI?); $ENV_DIR is left incomplete and will be rebuilt"
 "$ENV_DIR/bin/python" -c 'import dgl, dgl.distributed, torch; print("setup-dgl: dgl", dgl.__version__, "torch", torch.__version__)' >&2 \
   || die "the new environment cannot import dgl.distributed"
+add_run_requirements
 printf '%s\n' "$want_stamp" >"$STAMP"
 log "built in $((SECONDS - start)) s ($(du -sh "$ENV_DIR" | cut -f1))"
 echo "setup-dgl: DGL 2.1.0 environment ready: $ENV_DIR/bin/python"
