@@ -4,7 +4,8 @@ This module owns every synthetic graph distpart uses: the small heterogeneous gr
 README and the tests are written against (`example_graph`), large homogeneous graphs for
 benchmarks (`homogeneous_graph`; power-law `rmat_graph`; `mesh_graph`), and the general
 writer they are built on (`write_chunked_graph`; edge models in `graph_models`). It also holds `read_whole_graph`, a deliberately naive serial
-reader that the tests use as ground truth for the MPI pipeline.
+reader that the tests use as ground truth for the MPI pipeline. The pieces it shares with
+`distpart chunk` (`chunk_sizes`, the edge file writers, file names) live in `chunk`.
 
 Everything is deterministic for a given seed:
 
@@ -41,6 +42,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from .arrays import GOLDEN64, splitmix64
+from .chunk import EXTENSIONS, chunk_sizes, file_stem, write_edge_file
 from .graph_models import GRAPH500, EdgeModel, rmat, stable_key, torus, uniform
 from .metadata import EDGE_FORMATS, FEATURE_FORMATS
 
@@ -103,16 +105,6 @@ class FeatureSpec:
 # ----------------------------------------------------------------------------- values
 
 
-def chunk_sizes(total: int, parts: int) -> List[int]:
-    """Split `total` into `parts` near-equal sizes, larger first (some are 0 if total < parts)."""
-    if parts < 1:
-        raise ValueError(f"number of chunks must be >= 1, got {parts}")
-    if total < 0:
-        raise ValueError(f"count must be >= 0, got {total}")
-    base, extra = divmod(total, parts)
-    return [base + (1 if i < extra else 0) for i in range(parts)]
-
-
 def feature_values(spec: FeatureSpec, rows: np.ndarray, seed: int = 0) -> np.ndarray:
     """The values of `spec` at row indices `rows`, shape ``(len(rows),) + spec.tail_shape``.
 
@@ -147,19 +139,6 @@ def feature_values(spec: FeatureSpec, rows: np.ndarray, seed: int = 0) -> np.nda
 # ----------------------------------------------------------------------------- writers
 
 
-def _write_edges(path: pathlib.Path, spec: EdgeTypeSpec, src: np.ndarray, dst: np.ndarray) -> None:
-    if spec.fmt == "numpy":
-        np.save(path, np.stack([src, dst], axis=1))
-    elif spec.fmt == "parquet":
-        pq.write_table(pa.table({"src": src, "dst": dst}), path)
-    else:
-        # DGL's CSV edge files: no header, two integer columns, the given delimiter.
-        options = pacsv.WriteOptions(
-            include_header=False, delimiter=spec.delimiter, quoting_style="none"
-        )
-        pacsv.write_csv(pa.table({"src": src, "dst": dst}), path, options)
-
-
 def _write_feature(path: pathlib.Path, spec: FeatureSpec, values: np.ndarray) -> None:
     if spec.fmt == "numpy":
         np.save(path, values)
@@ -177,15 +156,6 @@ def _write_feature(path: pathlib.Path, spec: FeatureSpec, values: np.ndarray) ->
             f.create_dataset(spec.name, data=values, track_times=False)
     else:
         raise ValueError(f"feature {spec.owner}/{spec.name}: the generator cannot write {spec.fmt!r} files")
-
-
-_EXTENSIONS = {"csv": ".csv", "numpy": ".npy", "parquet": ".parquet", "hdf5": ".h5"}
-
-
-def _file_stem(name: str) -> str:
-    # Canonical edge types contain ':', which is not allowed in Windows file names and
-    # confuses some shells; use the same "___" as MAG240M's raw layout.
-    return name.replace(":", "___")
 
 
 def _check_specs(
@@ -271,8 +241,8 @@ def write_chunked_graph(
             rng = np.random.default_rng([seed, stable_key("edges", et.canonical), c])
             src, dst = model(rng, et.canonical, num_nodes[src_type], num_nodes[dst_type], first, size, seed)
             first += size
-            path = out / "edges" / f"{_file_stem(et.canonical)}-{c}{_EXTENSIONS[et.fmt]}"
-            _write_edges(path, et, src, dst)
+            path = out / "edges" / f"{file_stem(et.canonical)}-{c}{EXTENSIONS[et.fmt]}"
+            write_edge_file(path, et.fmt, src, dst, et.delimiter)
             paths.append(ref(path))
         fmt: Dict[str, str] = {"name": et.fmt}
         if et.fmt == "csv":
@@ -287,7 +257,7 @@ def write_chunked_graph(
         start = 0
         for c, size in enumerate(chunk_sizes(owner_counts[fs.owner], fs.num_chunks or num_chunks)):
             values = feature_values(fs, np.arange(start, start + size, dtype=np.int64), seed)
-            path = out / sub / f"{_file_stem(fs.owner)}-{fs.name}-{c}{_EXTENSIONS[fs.fmt]}"
+            path = out / sub / f"{file_stem(fs.owner)}-{fs.name}-{c}{EXTENSIONS[fs.fmt]}"
             _write_feature(path, fs, values)
             paths.append(ref(path))
             start += size

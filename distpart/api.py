@@ -1,0 +1,309 @@
+"""`partition_graph`: DGL's in-memory partitioning API, run by distpart in one process.
+
+This module owns the Python entry point for graphs that fit in memory. It has
+`dgl.distributed.partition_graph`'s signature and meaning and writes what `distpart
+pipeline` writes (the same files, byte for byte for the same chunked input, assignment and
+options), so `distpart verify`, `distpart report`, distpart's loader and DGL's
+`load_partition`/`DistGraph` all read it. It runs in the calling process: mpi4py's
+COMM_WORLD of a process started without `mpiexec` is a world of one rank, and the same
+stage functions the command line calls (validate, assign, dispatch, verify, report) run
+on it. The graph goes through a chunked copy in a hidden folder inside `out_path`
+(`.distpart-partition-graph-input`), removed at the end, also on error.
+
+Only numpy is imported at module level: `graph_description` (a DGLGraph as the plain
+description `distpart.chunk` writes) also works in an environment that has DGL but not
+pyarrow or mpi4py.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Tuple, Union
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from .chunk import GraphDescription
+
+__all__ = ["partition_graph", "graph_description"]
+
+INPUT_FOLDER = ".distpart-partition-graph-input"
+_RESERVED_NDATA = ("_ID", "inner_node")   # what DGL's partition_graph does not store as features
+_RESERVED_EDATA = ("_ID", "inner_edge")
+_BALANCE_FEATURE = "_distpart_balance_{}"
+
+IdMap = Any   # np.ndarray, or torch.Tensor when torch is importable
+IdMaps = Union[IdMap, Dict[Any, IdMap]]
+
+
+def graph_description(g: Any) -> Dict[str, Any]:
+    """A DGLGraph as the plain description `distpart.chunk.describe_graph` accepts.
+
+    Node types and canonical edge types in the graph's type-ID order; edges in edge-ID order;
+    every ndata/edata tensor as a numpy array except those DGL's `partition_graph` leaves
+    out too (`_ID`, `inner_node`, `inner_edge`). Needs only numpy (and the graph's tensors).
+    """
+    def arr(t: Any) -> np.ndarray:
+        return t.detach().cpu().numpy() if hasattr(t, "detach") else np.asarray(t)
+
+    etypes = [tuple(c) for c in g.canonical_etypes]
+    return {
+        "num_nodes": {nt: int(g.num_nodes(nt)) for nt in g.ntypes},
+        "edges": {":".join(c): tuple(arr(x) for x in g.edges(etype=c, order="eid")) for c in etypes},
+        "node_data": {nt: {k: arr(v) for k, v in g.nodes[nt].data.items() if k not in _RESERVED_NDATA}
+                      for nt in g.ntypes},
+        "edge_data": {":".join(c): {k: arr(v) for k, v in g.edges[c].data.items() if k not in _RESERVED_EDATA}
+                      for c in etypes},
+    }
+
+
+def partition_graph(
+    g: Any,
+    graph_name: str,
+    num_parts: int,
+    out_path: Union[str, "os.PathLike[str]"],
+    num_hops: int = 1,
+    part_method: str = "metis",
+    balance_ntypes: Any = None,
+    balance_edges: bool = False,
+    return_mapping: bool = False,
+    num_trainers_per_machine: int = 1,
+) -> Optional[Tuple[IdMaps, IdMaps]]:
+    """Partition an in-memory graph for distributed training and write the partitions.
+
+    As `dgl.distributed.partition_graph` (DGL 2.1), in one process, without a launcher.
+
+    `g` is a DGLGraph, or without DGL a plain description (`distpart.chunk.describe_graph`):
+    ``{"num_nodes": {ntype: n}, "edges": {(src, rel, dst): (src_ids, dst_ids)},
+    "node_data": {ntype: {name: array}}, "edge_data": {(src, rel, dst): {name: array}}}``.
+    Features become `ntype/name` and `src:rel:dst/name` in each partition, owned rows only.
+
+    `part_method` "metis" runs ParMETIS (distpart's `--method parmetis`, hubs first),
+    "random" distpart's balanced random assignment. As in DGL, a heterogeneous graph is
+    balanced per node type by default; `balance_ntypes` (one integer per node: an array for
+    a one-type graph, a dict {ntype: array} otherwise) adds one 0/1 constraint per value,
+    `balance_edges` one for in-degree. `num_trainers_per_machine` T > 1 partitions into
+    num_parts * T parts first and stores each node's part as the node feature `trainer_id`
+    (each edge gets its destination's), then partition p holds trainers p*T .. p*T + T - 1;
+    as in DGL this happens with "metis", or with any method when num_parts is 1.
+
+    `return_mapping=True` returns (orig_nids, orig_eids): for a graph with one node type and
+    one edge type, arrays with orig_nids[new per-type ID] = original ID; otherwise dicts
+    keyed by node type and by canonical edge type tuple. They are torch tensors (int64)
+    when torch can be imported, else numpy int64 arrays.
+
+    Differences from DGL, all deliberate: the partition config is `out_path/metadata.json`
+    (DGL: `out_path/<graph_name>.json`), with the assignment in `out_path/assignment` and
+    each partition's orig_nids.dgl/orig_eids.dgl beside it, as `distpart pipeline` writes;
+    only `num_hops=1`; the input graph is not modified (DGL adds `trainer_id` to `g`'s
+    ndata/edata; a `trainer_id` feature it has is replaced in the output, as DGL replaces
+    it); a flat `balance_ntypes` array on a graph with several node types is refused
+    (DGL ignores it); a previous distpart output in `out_path` is replaced, other files there
+    make it refuse; the output is verified against the input before returning.
+    """
+    from .chunk import describe_graph, write_graph
+
+    _check_arguments(graph_name, num_parts, num_hops, part_method, num_trainers_per_machine)
+    desc = describe_graph(g)
+    homogeneous = bool(g.is_homogeneous) if hasattr(g, "is_homogeneous") else desc.homogeneous
+    trainers = num_trainers_per_machine if num_trainers_per_machine > 1 and (
+        part_method == "metis" or num_parts == 1) else 1
+    balance = _balance_columns(desc, balance_ntypes, homogeneous)
+    comm = _one_process_world()
+    out = Path(out_path)
+
+    from .lock import folder_locks
+    with folder_locks(comm, [out], "partition_graph"):
+        _claim(out, list(desc.num_nodes))
+        tmp = out / INPUT_FOLDER
+        try:
+            first = _with_node_features(desc, balance)
+            write_graph(first, tmp, num_chunks=1, edge_format="numpy", graph_name=graph_name, overwrite=True)
+            assignment = _assign(comm, tmp, num_parts * trainers, part_method, trainers > 1,
+                                 balance, balance_edges, homogeneous)
+            if trainers > 1 or balance:
+                trainer_ids = _trainer_ids(desc, assignment) if trainers > 1 else {}
+                final = _with_node_features(desc, {t: {"trainer_id": v} for t, v in trainer_ids.items()},
+                                            replace=True)
+                for etype, (_, dst) in desc.edges.items():
+                    if trainers > 1:
+                        # As DGL: an edge belongs to its destination's partition, so to its trainer.
+                        final.edge_data.setdefault(etype, {})["trainer_id"] = trainer_ids[etype.split(":")[2]][dst]
+                write_graph(final, tmp, num_chunks=1, edge_format="numpy", graph_name=graph_name, overwrite=True)
+            if trainers > 1:
+                assignment = _coalesce(assignment, num_parts, trainers)
+            assignment.algo_name = "metis" if part_method == "metis" else "random"
+            _build(comm, tmp, out, assignment, {"api": "partition_graph", "part_method": part_method,
+                                                 "num_parts": num_parts, "num_trainers_per_machine": trainers,
+                                                 "balance_edges": bool(balance_edges)})
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    if return_mapping:
+        return _orig_maps(out, num_parts, desc, homogeneous)
+    return None
+
+
+# ---------------------------------------------------------------- steps
+
+
+def _check_arguments(graph_name: str, num_parts: int, num_hops: int, part_method: str, trainers: int) -> None:
+    if not isinstance(graph_name, str) or not graph_name:
+        raise ValueError(f"graph_name must be a non-empty string, got {graph_name!r}")
+    for name, value in (("num_parts", num_parts), ("num_trainers_per_machine", trainers)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    if num_hops != 1:
+        raise ValueError(f"num_hops={num_hops}: distpart builds 1-hop halos only (num_hops=1)")
+    if part_method not in ("metis", "random"):
+        raise ValueError(f"unknown partitioning method {part_method!r}: 'metis' or 'random'")
+
+
+def _one_process_world():
+    """COMM_WORLD, which must be one rank: this API partitions in the calling process."""
+    from mpi4py import MPI
+    from .errors import InputError
+    comm = MPI.COMM_WORLD
+    if comm.Get_size() != 1:
+        raise InputError(None, f"partition_graph runs in one process, but this one is one of "
+                               f"{comm.Get_size()} MPI ranks: start it without mpiexec, or use "
+                               f"`distpart pipeline` for a chunked graph under mpiexec")
+    return comm
+
+
+def _claim(out: Path, ntypes) -> None:
+    """Refuse a folder holding files distpart did not write; remove a previous distpart output
+    (DGL's partition_graph replaces its output too). Before anything is written."""
+    from .outdir import ASSIGNMENT, PARTITIONS, OutputFolder, claim, plan_removals
+    folders = [OutputFolder(out, PARTITIONS, default_assign_dir="assignment"),
+               OutputFolder(out / "assignment", ASSIGNMENT, ntypes)]
+    # The chunked copy goes to a hidden folder no partition output writes, so it is no input
+    # a removal could touch; the input root is given as that folder.
+    removals = [r for f in folders for r in plan_removals(f, out / INPUT_FOLDER, [], [], overwrite=True)]
+    claim(folders, removals)
+
+
+def _balance_columns(desc: "GraphDescription", balance_ntypes: Any,
+                     homogeneous: bool) -> Dict[str, Dict[str, np.ndarray]]:
+    """DGL's balance_ntypes as 0/1 node features, one per constraint (ntype -> name -> mask).
+
+    DGL gives METIS one column per distinct value of the array (per node type, values
+    numbered after the previous types'), and one all-ones column for each node type the
+    dict leaves out. distpart's `--balance-feature` balances each such 0/1 feature.
+    """
+    if balance_ntypes is None:
+        return {}
+    if not isinstance(balance_ntypes, Mapping):
+        if not homogeneous and len(desc.num_nodes) > 1:
+            raise ValueError("balance_ntypes for a graph with several node types must be a dict "
+                             "{ntype: one integer per node}")
+        balance_ntypes = {next(iter(desc.num_nodes)): balance_ntypes}
+    unknown = set(balance_ntypes) - set(desc.num_nodes)
+    if unknown:
+        raise ValueError(f"balance_ntypes names unknown node types {sorted(unknown)}")
+    columns: Dict[str, Dict[str, np.ndarray]] = {}
+    k = 0
+    for ntype, n in desc.num_nodes.items():
+        values = balance_ntypes.get(ntype)
+        if values is None:
+            columns.setdefault(ntype, {})[_BALANCE_FEATURE.format(k)] = np.ones(n, dtype=np.uint8)
+            k += 1
+            continue
+        values = values.detach().cpu().numpy() if hasattr(values, "detach") else np.asarray(values)
+        if values.shape != (n,) or values.dtype.kind not in "biu":
+            raise ValueError(f"balance_ntypes[{ntype!r}] must hold one integer per node ({n}), "
+                             f"got shape {values.shape} of {values.dtype}")
+        for v in np.unique(values):
+            columns.setdefault(ntype, {})[_BALANCE_FEATURE.format(k)] = (values == v).astype(np.uint8)
+            k += 1
+    return columns
+
+
+def _with_node_features(desc: "GraphDescription", extra: Mapping[str, Mapping[str, np.ndarray]],
+                        replace: bool = False) -> "GraphDescription":
+    """`desc` with more node features (a copy: the caller's graph is not changed). A
+    `trainer_id` the graph has is replaced, as DGL replaces it; balance masks never clash."""
+    from .chunk import GraphDescription
+    node_data = {t: dict(f) for t, f in desc.node_data.items()}
+    for ntype, feats in extra.items():
+        for name, values in feats.items():
+            if name in node_data.get(ntype, {}) and not replace:
+                raise ValueError(f"node type {ntype!r} already has a feature {name!r}, which "
+                                 f"partition_graph writes itself")
+            node_data.setdefault(ntype, {})[name] = values
+    edge_data = {t: dict(f) for t, f in desc.edge_data.items()}
+    return GraphDescription(desc.num_nodes, desc.edges, node_data, edge_data)
+
+
+def _assign(comm, in_dir: Path, num_parts: int, part_method: str, trainers: bool,
+            balance: Mapping[str, Mapping[str, np.ndarray]], balance_edges: bool, homogeneous: bool):
+    """Step 1 on the chunked copy: ParMETIS or random, as distpart's `assign` does."""
+    from .assignment import parmetis_assignment, random_assignment
+    from .balance import BalanceOptions
+    from .validate import validate
+    meta = validate(comm, in_dir)
+    if num_parts > sum(meta.node_counts):
+        from .errors import InputError
+        raise InputError(None, f"the number of partitions ({num_parts}) is larger than the number of "
+                               f"nodes ({sum(meta.node_counts)}): some partitions would be empty")
+    if num_parts == 1 or not (part_method == "metis" or trainers):
+        return random_assignment(comm, meta, num_parts, seed=0)
+    features = tuple(f"{t}/{name}" for t, feats in balance.items() for name in feats)
+    # As DGL: a graph with several node types balances each type unless told otherwise.
+    options = BalanceOptions(ntypes=not homogeneous and not features, edges=bool(balance_edges),
+                             features=features)
+    return parmetis_assignment(comm, meta, num_parts, options, seed=0)
+
+
+def _trainer_ids(desc: "GraphDescription", assignment) -> Dict[str, np.ndarray]:
+    """Each node's part among num_parts * T (one rank holds every block: the whole type)."""
+    return {t: np.asarray(assignment.blocks[t].parts, dtype=np.int64) for t in desc.num_nodes}
+
+
+def _coalesce(assignment, num_parts: int, trainers: int):
+    """Trainer parts p*T .. p*T + T - 1 form machine partition p, as DGL's floor division."""
+    from .assignment import Assignment, NodeBlock
+    blocks = {t: NodeBlock(b.start, np.asarray(b.parts, dtype=np.int64) // trainers, b.bounds)
+              for t, b in assignment.blocks.items()}
+    return Assignment(num_parts, assignment.algo_name, blocks)
+
+
+def _build(comm, in_dir: Path, out: Path, assignment, options: Dict[str, Any]) -> None:
+    """Write the assignment, dispatch, verify and report: the rest of `distpart pipeline`."""
+    from .assignment import fingerprint, write_assignment
+    from .collective import StageLog
+    from .dispatch import dispatch
+    from .exchange import DEFAULT_MAX_BYTES
+    from .manifest import input_fingerprint
+    from .report import report
+    from .resume import RunKey
+    from .validate import validate
+    from .verify import verify
+    meta = validate(comm, in_dir)
+    write_assignment(comm, assignment, meta, out / "assignment")
+    key = RunKey(input_fingerprint(meta), options, fingerprint(comm, assignment, meta))
+    dispatch(comm, meta, assignment, out, key=key, max_bytes=DEFAULT_MAX_BYTES, log=StageLog())
+    verify(comm, meta, assignment, out, max_bytes=DEFAULT_MAX_BYTES)
+    report(comm, out)
+
+
+def _orig_maps(out: Path, num_parts: int, desc: "GraphDescription",
+               homogeneous: bool) -> Tuple[IdMaps, IdMaps]:
+    """New per-type ID -> original ID, per type: new IDs of a type run over the partitions in
+    order, so the partitions' orig_nids (orig_eids) concatenated are the map."""
+    from .loader import load_orig_ids
+    config = out / "metadata.json"
+    per_part = [load_orig_ids(config, p) for p in range(num_parts)]
+    empty = np.empty(0, dtype=np.int64)
+    nids = {t: np.concatenate([p[0].get(t, empty) for p in per_part]).astype(np.int64, copy=False)
+            for t in desc.num_nodes}
+    eids = {tuple(e.split(":")): np.concatenate([p[1].get(e, empty) for p in per_part]).astype(np.int64, copy=False)
+            for e in desc.edges}
+    try:
+        import torch
+        convert: Any = torch.from_numpy
+    except ImportError:
+        convert = lambda a: a  # noqa: E731 - numpy stays numpy
+    if homogeneous:
+        return convert(next(iter(nids.values()))), convert(next(iter(eids.values())))
+    return {t: convert(a) for t, a in nids.items()}, {e: convert(a) for e, a in eids.items()}
