@@ -19,6 +19,8 @@ from .errors import DistpartError
 if TYPE_CHECKING:
     from mpi4py.MPI import Intracomm
 
+    from .graphbolt import GraphboltOptions
+
 EXIT_USER_ERROR = 2
 
 
@@ -67,6 +69,7 @@ def _parser() -> argparse.ArgumentParser:
         if name == "dispatch":
             overwrite_option(d)
             guard_options(d)
+            graphbolt_options(d)
         common(d)
 
     q = sub.add_parser("pipeline", help="validate, assign, dispatch and verify in one run")
@@ -78,6 +81,7 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("--no-verify", dest="verify", action="store_false")
     overwrite_option(q)
     guard_options(q)
+    graphbolt_options(q)
     common(q)
 
     r = sub.add_parser("report", help="edge cut, balance and halo sizes of an output")
@@ -103,6 +107,26 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("out_dir", type=Path)
     e.add_argument("--scale", type=int, default=1)
     e.add_argument("--seed", type=int, default=0)
+
+    c = sub.add_parser("chunk", help="write DGL's chunked graph format from OGB's raw layout or "
+                                     "one large edge list (CSV or Parquet) per edge type")
+    c.add_argument("out_dir", type=Path)
+    c.add_argument("--ogb", type=Path, metavar="DIR",
+                   help="OGB's raw layout (MAG240M's): <src>___<rel>___<dst>/edge_index.npy, <ntype>/node_*.npy")
+    c.add_argument("--edges", action="append", default=[], metavar="SRC:REL:DST=FILE",
+                   help="an edge list (.csv, or .parquet/.pq): endpoints in the first two columns, "
+                        "further columns are edge features; repeat per edge type")
+    c.add_argument("--node-feat", action="append", default=[], metavar="NTYPE/NAME=FILE.npy",
+                   help="a node feature for --edges (one row per node); repeatable")
+    c.add_argument("--num-nodes", action="append", default=[], metavar="NTYPE=N",
+                   help="nodes of a type (default: a node feature's rows, else the largest endpoint + 1)")
+    c.add_argument("--delimiter", default=",", help="--edges CSV: the field delimiter (default ',')")
+    c.add_argument("--header", action="store_true", help="--edges CSV: the first line names the columns")
+    c.add_argument("--num-chunks", type=int, default=4, help="files per edge type and feature (default 4)")
+    c.add_argument("--edge-format", choices=["csv", "numpy", "parquet"], default="csv",
+                   help="edge files written (default csv, space-separated, as DGL's tools)")
+    c.add_argument("--graph-name", help="graph_name in metadata.json (default: the OGB folder's name, or 'graph')")
+    c.add_argument("--overwrite", action="store_true", help="replace a chunked graph distpart chunk wrote before")
     return p
 
 
@@ -121,6 +145,28 @@ def guard_options(sp: argparse.ArgumentParser) -> None:
                     help="refuse to start when dispatch's estimated peak memory per rank exceeds this")
     sp.add_argument("--no-space-check", action="store_true",
                     help="skip the check that the output file system has room for the estimated output")
+
+
+def graphbolt_options(sp: argparse.ArgumentParser) -> None:
+    """DGL's GraphBolt output (dgl_partition_to_graphbolt's options, same names)."""
+    sp.add_argument("--graphbolt", action="store_true",
+                    help="also write part<p>/fused_csc_sampling_graph.pt for DGL's use_graphbolt=True "
+                         "(needs DGL 2.1.0 and torch: pip install 'distpart[graphbolt]')")
+    sp.add_argument("--store-eids", action="store_true", help="graphbolt: keep global edge IDs (_ID)")
+    sp.add_argument("--store-inner-node", action="store_true", help="graphbolt: keep the inner_node mask")
+    sp.add_argument("--store-inner-edge", action="store_true", help="graphbolt: keep the inner_edge mask")
+
+
+def _graphbolt(args: argparse.Namespace) -> "Optional[GraphboltOptions]":
+    """The GraphboltOptions of --graphbolt, or None; the --store-* flags need --graphbolt."""
+    from .errors import InputError
+    from .graphbolt import GraphboltOptions
+    stores = {k: getattr(args, k, False) for k in ("store_eids", "store_inner_node", "store_inner_edge")}
+    if not getattr(args, "graphbolt", False):
+        if any(stores.values()):
+            raise InputError(None, "--store-eids, --store-inner-node and --store-inner-edge need --graphbolt")
+        return None
+    return GraphboltOptions(**stores)
 
 
 def method_options(sp: argparse.ArgumentParser) -> None:
@@ -147,7 +193,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.command == "launch":
         from .launch import launch_main
         return launch_main(args)
-    if args.command in ("example", "hostfile"):
+    if args.command in ("example", "hostfile", "chunk"):
         return _run_serial(args)
 
     from .guards import return_freed_memory_to_the_os
@@ -261,6 +307,9 @@ def _run_serial(args: argparse.Namespace) -> int:
         if args.command == "example":
             from .synthetic import example_graph
             print(example_graph(args.out_dir, scale=args.scale, seed=args.seed))
+        elif args.command == "chunk":
+            from .chunk import run_chunk
+            print(run_chunk(args))
         else:
             from .launch import hostfile_text, read_ip_config
             sys.stdout.write(hostfile_text(read_ip_config(args.ip_config), args.slots, args.flavor))
@@ -322,6 +371,9 @@ def _recorded_options(args: argparse.Namespace, assignment) -> dict:
     """What the output depends on besides the input, for the manifest."""
     recorded = _step1_options(args) if hasattr(args, "method") else {}
     recorded.update(num_parts=assignment.num_parts, assignment=assignment.algo_name)
+    graphbolt = _graphbolt(args)
+    if graphbolt is not None:  # only then: outputs without it keep the options they had
+        recorded["graphbolt"] = graphbolt.as_json()
     return recorded
 
 
@@ -403,6 +455,12 @@ def _run(comm: Intracomm, args: argparse.Namespace, log) -> None:
     if args.command == "report":
         report(comm, args.out_dir, args.balance_feature, args.json, args.plot)
         return
+    graphbolt = _graphbolt(args)
+    if graphbolt is not None:  # before any work: without DGL the run could not finish
+        from .collective import agreed
+        from .graphbolt import load_graphbolt
+        with agreed(comm):
+            load_graphbolt()
     if args.command == "verify" and args.quick:
         from .verify import verify_quick
         with log.stage(comm, "verify"):
@@ -435,7 +493,7 @@ def _run(comm: Intracomm, args: argparse.Namespace, log) -> None:
     if args.command in ("dispatch", "pipeline"):
         key = RunKey(input_key, _recorded_options(args, assignment), fingerprint(comm, assignment, meta))
         dispatch(comm, meta, assignment, args.out_dir, key=key, max_bytes=max_bytes, log=log,
-                 resume=args.resume)
+                 resume=args.resume, graphbolt=graphbolt)
     if args.command == "verify" or (args.command == "pipeline" and args.verify):
         if args.command == "verify":
             with log.stage(comm, "read_assign"):
