@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -69,6 +69,7 @@ def partition_graph(
     balance_edges: bool = False,
     return_mapping: bool = False,
     num_trainers_per_machine: int = 1,
+    graph_formats: Union[None, str, Sequence[str]] = None,
 ) -> Optional[Tuple[IdMaps, IdMaps]]:
     """Partition an in-memory graph for distributed training and write the partitions.
 
@@ -88,6 +89,9 @@ def partition_graph(
     (each edge gets its destination's), then partition p holds trainers p*T .. p*T + T - 1;
     as in DGL this happens with "metis", or with any method when num_parts is 1.
 
+    `graph_formats` ("coo", "csr", "csc" or a list of them; default COO) are the sparse
+    matrices each partition's graph.dgl stores, as DGL's.
+
     `return_mapping=True` returns (orig_nids, orig_eids): for a graph with one node type and
     one edge type, arrays with orig_nids[new per-type ID] = original ID; otherwise dicts
     keyed by node type and by canonical edge type tuple. They are torch tensors (int64)
@@ -104,7 +108,10 @@ def partition_graph(
     """
     from .chunk import describe_graph, write_graph
 
+    from .dglformat import graph_formats as checked_formats
+
     _check_arguments(graph_name, num_parts, num_hops, part_method, num_trainers_per_machine)
+    formats = checked_formats([graph_formats] if isinstance(graph_formats, str) else graph_formats or ["coo"])
     desc = describe_graph(g)
     homogeneous = bool(g.is_homogeneous) if hasattr(g, "is_homogeneous") else desc.homogeneous
     trainers = num_trainers_per_machine if num_trainers_per_machine > 1 and (
@@ -136,7 +143,7 @@ def partition_graph(
             assignment.algo_name = "metis" if part_method == "metis" else "random"
             _build(comm, tmp, out, assignment, {"api": "partition_graph", "part_method": part_method,
                                                  "num_parts": num_parts, "num_trainers_per_machine": trainers,
-                                                 "balance_edges": bool(balance_edges)})
+                                                 "balance_edges": bool(balance_edges)}, formats)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     if return_mapping:
@@ -268,7 +275,8 @@ def _coalesce(assignment, num_parts: int, trainers: int):
     return Assignment(num_parts, assignment.algo_name, blocks)
 
 
-def _build(comm, in_dir: Path, out: Path, assignment, options: Dict[str, Any]) -> None:
+def _build(comm, in_dir: Path, out: Path, assignment, options: Dict[str, Any],
+           graph_formats: Sequence[str]) -> None:
     """Write the assignment, dispatch, verify and report: the rest of `distpart pipeline`."""
     from .assignment import fingerprint, write_assignment
     from .collective import StageLog
@@ -282,7 +290,10 @@ def _build(comm, in_dir: Path, out: Path, assignment, options: Dict[str, Any]) -
     meta = validate(comm, in_dir)
     write_assignment(comm, assignment, meta, out / "assignment")
     key = RunKey(input_fingerprint(meta), options, fingerprint(comm, assignment, meta))
-    dispatch(comm, meta, assignment, out, key=key, max_bytes=DEFAULT_MAX_BYTES, log=StageLog())
+    if graph_formats != ("coo",):
+        options = {**options, "graph_formats": list(graph_formats)}
+    dispatch(comm, meta, assignment, out, key=key, max_bytes=DEFAULT_MAX_BYTES, log=StageLog(),
+             graph_formats=graph_formats)
     verify(comm, meta, assignment, out, max_bytes=DEFAULT_MAX_BYTES)
     report(comm, out)
 

@@ -12,7 +12,7 @@ import os
 import sys
 import traceback
 from pathlib import Path
-from typing import TYPE_CHECKING, List, Optional
+from typing import TYPE_CHECKING, List, Optional, Tuple
 
 from .errors import DistpartError
 
@@ -69,7 +69,7 @@ def _parser() -> argparse.ArgumentParser:
         if name == "dispatch":
             overwrite_option(d)
             guard_options(d)
-            graphbolt_options(d)
+            output_format_options(d)
         common(d)
 
     q = sub.add_parser("pipeline", help="validate, assign, dispatch and verify in one run")
@@ -81,7 +81,7 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("--no-verify", dest="verify", action="store_false")
     overwrite_option(q)
     guard_options(q)
-    graphbolt_options(q)
+    output_format_options(q)
     common(q)
 
     r = sub.add_parser("report", help="edge cut, balance and halo sizes of an output")
@@ -147,8 +147,12 @@ def guard_options(sp: argparse.ArgumentParser) -> None:
                     help="skip the check that the output file system has room for the estimated output")
 
 
-def graphbolt_options(sp: argparse.ArgumentParser) -> None:
-    """DGL's GraphBolt output (dgl_partition_to_graphbolt's options, same names)."""
+def output_format_options(sp: argparse.ArgumentParser) -> None:
+    """How partitions are stored: DGL dispatch's --graph-formats, and GraphBolt output
+    (dgl_partition_to_graphbolt's options, same names)."""
+    sp.add_argument("--graph-formats", default="coo", metavar="FORMATS",
+                    help="sparse formats stored in each graph.dgl, comma-separated: any of coo, csr, "
+                         "csc (default coo, as DGL's dispatch; DGL builds the others when it needs them)")
     sp.add_argument("--graphbolt", action="store_true",
                     help="also write part<p>/fused_csc_sampling_graph.pt for DGL's use_graphbolt=True "
                          "(needs DGL 2.1.0 and torch: pip install 'distpart[graphbolt]')")
@@ -167,6 +171,11 @@ def _graphbolt(args: argparse.Namespace) -> "Optional[GraphboltOptions]":
             raise InputError(None, "--store-eids, --store-inner-node and --store-inner-edge need --graphbolt")
         return None
     return GraphboltOptions(**stores)
+
+
+def _graph_formats(args: argparse.Namespace) -> Tuple[str, ...]:
+    from .dglformat import graph_formats
+    return graph_formats(getattr(args, "graph_formats", "coo").split(","))
 
 
 def method_options(sp: argparse.ArgumentParser) -> None:
@@ -220,6 +229,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         if rank == 0:
             progress.say(banner(args.command, hosts, library, os.environ))
         _refuse_input_as_output(args)
+        _graph_formats(args)  # an unknown format: refused before any folder is made
         from .lock import folder_locks
         with folder_locks(comm, _written_folders(args), f"distpart {args.command}", progress.say):
             _run(comm, args, StageLog(progress=progress))
@@ -325,7 +335,7 @@ def _check_resources(comm: Intracomm, args: argparse.Namespace, meta, num_parts:
     from .collective import agreed
     from .guards import check_memory, check_space, estimate_output_bytes, estimate_peak_rss, gib
     with agreed(comm):
-        need = estimate_output_bytes(meta, num_parts or comm.Get_size())
+        need = estimate_output_bytes(meta, num_parts or comm.Get_size(), _graph_formats(args))
         rss = estimate_peak_rss(meta, comm.Get_size())
         if comm.Get_rank() == 0:
             progress.say(f"estimates: output about {gib(need)}, dispatch about {gib(rss)} per rank")
@@ -374,6 +384,9 @@ def _recorded_options(args: argparse.Namespace, assignment) -> dict:
     graphbolt = _graphbolt(args)
     if graphbolt is not None:  # only then: outputs without it keep the options they had
         recorded["graphbolt"] = graphbolt.as_json()
+    formats = _graph_formats(args)
+    if formats != ("coo",):  # likewise
+        recorded["graph_formats"] = list(formats)
     return recorded
 
 
@@ -493,7 +506,7 @@ def _run(comm: Intracomm, args: argparse.Namespace, log) -> None:
     if args.command in ("dispatch", "pipeline"):
         key = RunKey(input_key, _recorded_options(args, assignment), fingerprint(comm, assignment, meta))
         dispatch(comm, meta, assignment, args.out_dir, key=key, max_bytes=max_bytes, log=log,
-                 resume=args.resume, graphbolt=graphbolt)
+                 resume=args.resume, graphbolt=graphbolt, graph_formats=_graph_formats(args))
     if args.command == "verify" or (args.command == "pipeline" and args.verify):
         if args.command == "verify":
             with log.stage(comm, "read_assign"):

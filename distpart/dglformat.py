@@ -22,7 +22,7 @@ import os
 import struct
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import BinaryIO, Mapping, Optional, Type
+from typing import BinaryIO, Iterable, Mapping, Optional, Sequence, Type
 
 import numpy as np
 
@@ -44,6 +44,10 @@ _CPU = 1
 
 _COO, _CSR, _CSC = 1, 2, 4
 _ALL_FORMATS = _COO | _CSR | _CSC
+# The sparse formats a graph file can hold, in the order DGL writes them (save_graphs'
+# `formats` names; `--graph-formats` of DGL's dispatch).
+GRAPH_FORMATS = ("coo", "csr", "csc")
+_FORMAT_BITS = {"coo": _COO, "csr": _CSR, "csc": _CSC}
 # DGL marks a format word that is a bit set with bit 32; older DGL wrote one enum value.
 _FORMAT_BITS_FLAG = 1 << 32
 _LEGACY_FORMAT_ENUM = {1: _COO, 2: _CSR, 3: _CSC}
@@ -234,6 +238,16 @@ class PartitionGraph:
         return len(self.src)
 
 
+def graph_formats(names: Iterable[str]) -> tuple[str, ...]:
+    """`names` (e.g. "csc", "coo") as a tuple in DGL's saving order; unknown or none refused."""
+    wanted = [name.strip().lower() for name in names]
+    unknown = sorted(set(wanted) - set(GRAPH_FORMATS))
+    if unknown or not wanted:
+        raise InputError(None, f"graph formats must be some of {', '.join(GRAPH_FORMATS)}; "
+                               f"got {', '.join(wanted) if wanted else 'none'}")
+    return tuple(name for name in GRAPH_FORMATS if name in wanted)
+
+
 def write_graph(
     path: PathLike,
     num_nodes: int,
@@ -241,13 +255,17 @@ def write_graph(
     dst: np.ndarray,
     ndata: Mapping[str, np.ndarray],
     edata: Mapping[str, np.ndarray],
+    formats: Sequence[str] = ("coo",),
 ) -> None:
-    """Write one homogeneous graph in COO as `dgl.save_graphs` does.
+    """Write one homogeneous graph as `dgl.save_graphs(path, [g], formats)` does.
 
     Edge i is `src[i] -> dst[i]` in local node IDs; every ndata (edata) array needs one
-    row per node (edge). Feature dtypes are converted by `to_storable`.
+    row per node (edge). Feature dtypes are converted by `to_storable`. `formats` are the
+    sparse matrices stored (`GRAPH_FORMATS`); the default, COO, is what DGL saves for a
+    graph built from edge lists. Whatever is stored, DGL may build the others on load.
     """
     path = os.fspath(path)
+    formats = graph_formats(formats)
     if num_nodes < 0:
         raise ValueError(f"num_nodes must be >= 0, got {num_nodes}")
     src = _edge_endpoints(src, num_nodes, "src")
@@ -268,14 +286,21 @@ def write_graph(
         _write_metagraph(f)
         f.write(_U64.pack(1))  # one relation graph
         f.write(_U64.pack(_UNITGRAPH_MAGIC))
-        # Saved formats: COO; allowed: all, so DGL can build CSR/CSC on demand.
-        f.write(struct.pack("<qq", _COO | _FORMAT_BITS_FLAG, _ALL_FORMATS | _FORMAT_BITS_FLAG))
-        _write_metagraph(f)
-        f.write(struct.pack("<Qqq", _COO_MAGIC, num_nodes, num_nodes))  # num_cols first
-        _write_storable(f, src)
-        _write_storable(f, dst)
-        _write_storable(f, np.empty(0, np.int64))  # no data array: edge i has ID i
-        f.write(struct.pack("<??", False, False))  # row_sorted, col_sorted: not claimed
+        # Saved formats as asked; allowed: all, so DGL can build the others on demand.
+        saved = sum(_FORMAT_BITS[name] for name in formats)
+        f.write(struct.pack("<qq", saved | _FORMAT_BITS_FLAG, _ALL_FORMATS | _FORMAT_BITS_FLAG))
+        if "coo" in formats:
+            _write_metagraph(f)
+            f.write(struct.pack("<Qqq", _COO_MAGIC, num_nodes, num_nodes))  # num_cols first
+            _write_storable(f, src)
+            _write_storable(f, dst)
+            _write_storable(f, np.empty(0, np.int64))  # no data array: edge i has ID i
+            f.write(struct.pack("<??", False, False))  # row_sorted, col_sorted: not claimed
+        # CSR is indexed by source, CSC by destination (the CSR of the reversed graph).
+        for name, rows, cols in (("csr", src, dst), ("csc", dst, src)):
+            if name in formats:
+                _write_metagraph(f)
+                _write_csr(f, num_nodes, rows, cols)
         f.write(struct.pack("<Qq", 1, num_nodes))  # num_verts_per_type
         for per_type in (ndata, edata):
             f.write(struct.pack("<QQ", 1, len(per_type)))
@@ -294,8 +319,8 @@ def write_graph(
 def read_graph(path: PathLike) -> PartitionGraph:
     """Read a graph file holding one homogeneous graph.
 
-    Reads files DGL wrote too: if the graph was saved in several sparse formats, COO is
-    used, else CSR, else CSC, converted to COO in local edge-ID order.
+    Reads files DGL wrote too, in any of `GRAPH_FORMATS`, as COO in local edge-ID order;
+    a graph saved in several formats must hold the same edges in each.
     """
     path = os.fspath(path)
     with _open(path) as f:
@@ -361,6 +386,20 @@ def _write_storable(f: BinaryIO, arr: np.ndarray) -> None:
     f.write(_I64.pack(arr.nbytes))
     # Straight from the array's buffer: no bytes copy of a possibly huge feature.
     f.write(memoryview(arr.reshape(-1).view(np.uint8)))
+
+
+def _write_csr(f: BinaryIO, num_nodes: int, rows: np.ndarray, cols: np.ndarray) -> None:
+    """The CSR matrix DGL's COOToCSR builds: within a row, edges in ID order; data = IDs."""
+    # A stable sort keeps edge-ID order within each row, as DGL's conversion does, so
+    # the bytes equal DGL's; `data` maps each position back to its edge ID.
+    order = np.argsort(rows, kind="stable")
+    indptr = np.zeros(num_nodes + 1, dtype="<i8")
+    np.cumsum(np.bincount(rows, minlength=num_nodes), out=indptr[1:])
+    f.write(struct.pack("<Qqq", _CSR_MAGIC, num_nodes, num_nodes))  # num_cols first
+    _write_storable(f, indptr)
+    _write_storable(f, cols[order])
+    _write_storable(f, order.astype("<i8", copy=False))
+    f.write(struct.pack("<?", False))  # sorted (columns within a row): not claimed
 
 
 def _write_metagraph(f: BinaryIO) -> None:
@@ -495,10 +534,6 @@ class _Reader:
             arr = (arr.astype("<u4") << 16).view("<f4")
         return arr
 
-    def skip_array(self) -> None:
-        nbytes = self.array_header()[2]
-        self.f.seek(nbytes, os.SEEK_CUR)
-
 
 def _read_metagraph(reader: _Reader) -> None:
     """Read a graph record's metagraph and insist it is homogeneous."""
@@ -528,27 +563,31 @@ def _read_unit_graph(reader: _Reader) -> tuple[np.ndarray, np.ndarray, int, int]
     for fmt in (_COO, _CSR, _CSC):  # the order DGL writes them in
         if saved & fmt:
             _read_metagraph(reader)
-            found = _read_sparse(reader, fmt, wanted=edges is None)
+            found = _read_sparse(reader, fmt)
             if edges is None:
                 edges = found
+            elif not _same_edges(edges, found):
+                # DGL would serve whichever format an operation picks: all must agree.
+                first = next(n for n in GRAPH_FORMATS if saved & _FORMAT_BITS[n])
+                name = next(n for n, b in _FORMAT_BITS.items() if b == fmt)
+                raise reader.fail(f"the {name.upper()} matrix holds other edges than the "
+                                  f"{first.upper()} matrix")
     assert edges is not None
     return edges
 
 
-def _read_sparse(
-    reader: _Reader, fmt: int, wanted: bool
-) -> Optional[tuple[np.ndarray, np.ndarray, int, int]]:
-    """Read one sparse matrix as (src, dst, num_src, num_dst), or skip its arrays."""
+def _same_edges(a: tuple[np.ndarray, np.ndarray, int, int],
+                b: tuple[np.ndarray, np.ndarray, int, int]) -> bool:
+    return a[2:] == b[2:] and np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+
+
+def _read_sparse(reader: _Reader, fmt: int) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """Read one sparse matrix as (src, dst, num_src, num_dst), edges in ID order."""
     is_coo = fmt == _COO
     reader.magic(_COO_MAGIC if is_coo else _CSR_MAGIC, "COO matrix" if is_coo else "CSR matrix")
     num_cols, num_rows = reader.i64(), reader.i64()
     if num_rows < 0 or num_cols < 0:
         raise reader.fail(f"sparse matrix of negative shape {num_rows}x{num_cols}")
-    if not wanted:
-        for _ in range(3):
-            reader.skip_array()
-        reader.take(2 if is_coo else 1)
-        return None
     first, second, data = (reader.array() for _ in range(3))
     reader.take(2 if is_coo else 1)  # sortedness flags
     if is_coo:

@@ -26,7 +26,7 @@ import os
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 from mpi4py import MPI
@@ -89,12 +89,14 @@ class _State:
 
 def dispatch(comm: Intracomm, meta: GraphMeta, assignment: Assignment, out_dir: Path, *, key: RunKey,
              max_bytes: int = DEFAULT_MAX_BYTES, log: Optional[StageLog] = None,
-             resume: bool = False, graphbolt: Optional[GraphboltOptions] = None) -> dict:
+             resume: bool = False, graphbolt: Optional[GraphboltOptions] = None,
+             graph_formats: Sequence[str] = ("coo",)) -> dict:
     """Build and write every partition; returns the partition config (all ranks). Collective.
 
     `key` (input fingerprint, options, assignment fingerprint) goes into the manifest and the
     partitions' completion records; with `resume`, partitions whose record matches it are kept.
     With `graphbolt`, every partition also gets its GraphBolt graph (DGL and torch needed).
+    `graph_formats` are the sparse matrices stored in each graph.dgl (dglformat.GRAPH_FORMATS).
     """
     log = log or StageLog()
     progress = log.progress
@@ -121,7 +123,7 @@ def dispatch(comm: Intracomm, meta: GraphMeta, assignment: Assignment, out_dir: 
         with agreed(comm), progress.task("partitions", len(building), "partitions"):
             for p in building:
                 with writing(out_dir / f"part{p}"):
-                    _write_partition(out_dir, p, meta, state, graphbolt)
+                    _write_partition(out_dir, p, meta, state, graphbolt, graph_formats)
                     published[p] = (_publish_partition(out_dir, p, key, state.edge_counts[p], names),
                                     state.edge_counts[p].tolist())
                 progress.advance(1)
@@ -450,7 +452,8 @@ def _send_edge_type_features(comm: Intracomm, meta: GraphMeta, state: _State, la
 # ---------------------------------------------------------------- 5. write
 
 def _write_partition(out_dir: Path, p: int, meta: GraphMeta, state: _State,
-                     graphbolt: Optional[GraphboltOptions] = None) -> None:
+                     graphbolt: Optional[GraphboltOptions] = None,
+                     graph_formats: Sequence[str] = ("coo",)) -> None:
     counts, ecounts = state.node_counts, state.edge_counts
     first = int(state.node_starts[p, 0])
     stop = first + int(counts[p].sum())
@@ -468,7 +471,8 @@ def _write_partition(out_dir: Path, p: int, meta: GraphMeta, state: _State,
     ndata = {"_ID": node_ids, "_TYPE": ntypes, "inner_node": inner}
     edata = {"_ID": np.arange(edge_first, edge_first + len(src), dtype=np.int64),
              "_TYPE": etypes, "inner_edge": np.ones(len(src), dtype=np.uint8)}
-    write_graph(_staged(out_dir, p, "graph.dgl"), len(node_ids), local_src, local_dst, ndata=ndata, edata=edata)
+    write_graph(_staged(out_dir, p, "graph.dgl"), len(node_ids), local_src, local_dst, ndata=ndata, edata=edata,
+                formats=graph_formats)
     if graphbolt is not None:
         from .graphbolt import write_partition_graph
         write_partition_graph(_staged(out_dir, p, GRAPHBOLT_FILE), len(node_ids), local_src, local_dst,

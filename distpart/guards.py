@@ -13,14 +13,17 @@ import os
 import shutil
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Sequence
 
 from .errors import InputError, OutputError
 from .metadata import GraphMeta
 from .readers import FeatureSource
 
-# Bytes per item in a partition's files (graph.dgl COO with _ID/_TYPE/inner flags, orig IDs).
-_EDGE_BYTES = 8 + 8 + 8 + 4 + 1 + 8      # src, dst, _ID, _TYPE, inner_edge, orig_eids
+# Bytes per item in a partition's files (graph.dgl with _ID/_TYPE/inner flags, orig IDs).
+_EDGE_BYTES = 8 + 4 + 1 + 8              # _ID, _TYPE, inner_edge, orig_eids
+# Each sparse format stored: COO src + dst; CSR/CSC indices + edge IDs, and an indptr entry
+# per (inner or halo) node.
+_FORMAT_EDGE_BYTES, _INDPTR_BYTES = 16, 8
 _NODE_BYTES = 8 + 4 + 1 + 8              # _ID, _TYPE, inner_node, orig_nids
 _HALO_BYTES = 8 + 4 + 1
 # Dispatch's peak per rank, measured (1M nodes / 10M edges, 2 ranks: 578 MB): about 115 B
@@ -40,11 +43,13 @@ def feature_bytes(meta: GraphMeta) -> int:
     return total
 
 
-def estimate_output_bytes(meta: GraphMeta, num_parts: int) -> int:
+def estimate_output_bytes(meta: GraphMeta, num_parts: int, graph_formats: Sequence[str] = ("coo",)) -> int:
     """Expected size of all partition files; halo nodes are estimated from the edge count."""
     nodes, edges = sum(meta.node_counts), sum(meta.edge_counts)
     halo = min(int(edges * (1 - 1 / num_parts)), nodes * (num_parts - 1))
-    return edges * _EDGE_BYTES + nodes * _NODE_BYTES + halo * _HALO_BYTES + feature_bytes(meta)
+    sparse = sum(edges * _FORMAT_EDGE_BYTES + (0 if f == "coo" else (nodes + halo) * _INDPTR_BYTES)
+                 for f in graph_formats)
+    return sparse + edges * _EDGE_BYTES + nodes * _NODE_BYTES + halo * _HALO_BYTES + feature_bytes(meta)
 
 
 def estimate_peak_rss(meta: GraphMeta, nranks: int) -> int:

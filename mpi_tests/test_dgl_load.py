@@ -38,15 +38,17 @@ def _dump(python: str, config: Path, dump_dir: Path, *extra: str) -> None:
     assert run.returncode == 0, run.stdout + run.stderr
 
 
-@pytest.mark.parametrize("method", ["random", "parmetis"])
-def test_dgl_load_partition_agrees_with_distpart(dgl_python, example_dir, tmp_path, method):
+@pytest.mark.parametrize("method, formats", [("random", "coo"), ("parmetis", "coo"), ("random", "csc,csr")])
+def test_dgl_load_partition_agrees_with_distpart(dgl_python, example_dir, tmp_path, method, formats):
     out = tmp_path / "out"
-    distpart(2, "pipeline", example_dir, out, "--num-parts", 4, "--method", method)
+    distpart(2, "pipeline", example_dir, out, "--num-parts", 4, "--method", method, "--graph-formats", formats)
     config = out / "metadata.json"
     _dump(dgl_python, config, tmp_path / "dump")
     cfg = json.loads(config.read_text())
     for p in range(4):
         theirs = np.load(tmp_path / "dump" / f"part{p}.npz")
+        # DGL holds the stored sparse formats and no other (it builds COO for edges() later).
+        assert sorted(theirs["meta:formats"]) == sorted(formats.split(","))
         g, nfeat, efeat, gpb, name, ntypes, etypes = load_partition(str(config), p)
         orig_nids, orig_eids = load_orig_ids(str(config), p)
         assert list(theirs["meta:ntypes"]) == ntypes == list(cfg["ntypes"])

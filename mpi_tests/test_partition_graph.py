@@ -240,11 +240,28 @@ def test_rerun_replaces_output_and_refuses_foreign_folder(tmp_path: Path) -> Non
     assert not (foreign / "out" / ".distpart-partition-graph-input").exists()
 
 
+def test_graph_formats_as_dgl(tmp_path: Path) -> None:
+    """graph_formats="csc" (DGL's argument): graph.dgl holds the CSC matrix only, same graph."""
+    from distpart.dglformat import read_graph
+    partition(tmp_path / "coo", "homo", num_parts=2, part_method="random")
+    partition(tmp_path / "csc", "homo", num_parts=2, part_method="random", graph_formats="csc")
+    for p in range(2):
+        raw = (tmp_path / "csc" / "out" / f"part{p}" / "graph.dgl").read_bytes()
+        unit = raw.index((0xDD2E60F0F6B4A127).to_bytes(8, "little"))
+        assert int.from_bytes(raw[unit + 8:unit + 16], "little") == 4 | 1 << 32
+        ours, coo = (read_graph(tmp_path / d / "out" / f"part{p}" / "graph.dgl") for d in ("csc", "coo"))
+        np.testing.assert_array_equal(ours.src, coo.src)
+        np.testing.assert_array_equal(ours.dst, coo.dst)
+    distpart(1, "verify", "--quick", tmp_path / "csc" / "out")
+
+
 def test_bad_arguments_and_mpiexec_are_refused(tmp_path: Path) -> None:
     run, _ = partition(tmp_path, "homo", ok=False, num_parts=2, num_hops=2)
     assert "num_hops=2: distpart builds 1-hop halos only" in run.stderr
     run, _ = partition(tmp_path, "homo", ok=False, num_parts=2, part_method="kway")
     assert "unknown partitioning method 'kway'" in run.stderr
+    run, _ = partition(tmp_path, "homo", ok=False, num_parts=2, graph_formats=["csc", "dense"])
+    assert "graph formats must be some of coo, csr, csc; got csc, dense" in run.stderr
     script = tmp_path / "user_script.py"
     script.write_text(SCRIPT)
     run = run_bounded(mpi_command(2, [HERE, tmp_path / "o", "homo", json.dumps({"num_parts": 2})], script=script),

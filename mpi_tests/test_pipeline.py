@@ -110,3 +110,30 @@ def test_three_ranks_six_partitions_match_one_rank(example_dir, tmp_path):
     assert set(one) == set(three) and "part5/graph.dgl" in one
     assert [n for n in one if one[n] != three[n]] == []
     check_output(example_dir, outs[3] / "assignment", outs[3])
+
+
+def test_graph_formats_store_the_same_edges(pipeline_outputs, example_dir, tmp_path):
+    """--graph-formats csc,csr (DGL dispatch's option): the same partitions, other matrices in
+    graph.dgl; recorded in the manifest, so --resume with other formats is refused."""
+    from distpart.dglformat import read_graph
+
+    coo = pipeline_outputs[2]
+    out = tmp_path / "out"
+    run = distpart(2, "dispatch", example_dir, coo / "assignment", out, "--graph-formats", "csc,csr")
+    assert run.returncode == 0
+    assert "verify: OK" in distpart(2, "verify", example_dir, coo / "assignment", out).stdout
+    manifest = json.loads((out / "distpart-manifest.json").read_text())
+    assert manifest["options"]["graph_formats"] == ["csr", "csc"]
+    for p in range(NUM_PARTS):
+        raw = (out / f"part{p}" / "graph.dgl").read_bytes()
+        unit = raw.index((0xDD2E60F0F6B4A127).to_bytes(8, "little"))
+        assert int.from_bytes(raw[unit + 8:unit + 16], "little") == 6 | 1 << 32  # CSR | CSC
+        ours, plain = read_graph(out / f"part{p}" / "graph.dgl"), read_graph(coo / f"part{p}" / "graph.dgl")
+        np.testing.assert_array_equal(ours.src, plain.src)
+        np.testing.assert_array_equal(ours.dst, plain.dst)
+        for k in plain.ndata:
+            np.testing.assert_array_equal(ours.ndata[k], plain.ndata[k])
+        for name in ("node_feat.dgl", "edge_feat.dgl", "orig_nids.dgl", "orig_eids.dgl"):
+            assert (out / f"part{p}" / name).read_bytes() == (coo / f"part{p}" / name).read_bytes()
+    run = distpart(2, "dispatch", example_dir, coo / "assignment", out, "--resume", ok=False)
+    assert run.returncode == 2 and "option graph_formats:" in run.stderr, run.stderr

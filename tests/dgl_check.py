@@ -248,6 +248,9 @@ def save_fixtures(folder: str) -> None:
     single.ndata["feat"] = g.ndata["feat"]
     single.edata["kind"] = g.edata["kind"]
     _save_graph(os.path.join(folder, "graph_coo_single.dgl"), single, ["coo"])
+    # The same graph in the other sparse formats (distpart's --graph-formats).
+    for formats in (["csr"], ["csc"], ["coo", "csr", "csc"]):
+        _save_graph(os.path.join(folder, f"graph_{'_'.join(formats)}_single.dgl"), single, formats)
     expected["graph_coo_single.dgl"] = {
         "num_nodes": num_nodes,
         "src": array_values(src),

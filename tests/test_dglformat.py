@@ -14,6 +14,7 @@ import pytest
 from distpart.dglformat import (
     PartitionGraph,
     TensorDictWriter,
+    graph_formats,
     read_array,
     read_graph,
     read_tensor_dict,
@@ -285,6 +286,43 @@ def test_graph_ignores_header_padding(tmp_path: Path) -> None:
     assert_same_graph(read_graph(tmp_path / "g.dgl"), graph)
 
 
+@pytest.mark.parametrize("formats", [["csr"], ["csc"], ["csc", "coo"], ["csr", "csc", "coo"]])
+def test_graph_round_trip_in_other_formats(tmp_path: Path, formats: list[str]) -> None:
+    graph = write_sample_graph(tmp_path / "coo.dgl")
+    path = tmp_path / "g.dgl"
+    write_graph(path, graph.num_nodes, graph.src, graph.dst, graph.ndata, graph.edata, formats)
+    assert_same_graph(read_graph(path), graph)
+    raw = path.read_bytes()
+    unit_graph = raw.index(struct.pack("<Q", 0xDD2E60F0F6B4A127))
+    bits = sum({"coo": 1, "csr": 2, "csc": 4}[f] for f in formats)
+    assert struct.unpack_from("<qq", raw, unit_graph + 8) == (bits | 1 << 32, 7 | 1 << 32)
+
+
+def test_graph_formats_names() -> None:
+    assert graph_formats(["CSC", " coo"]) == ("coo", "csc")  # DGL's saving order
+    for bad in ([], ["coo", "dense"]):
+        with pytest.raises(InputError, match="graph formats must be some of coo, csr, csc"):
+            graph_formats(bad)
+
+
+def test_formats_that_disagree_are_refused(tmp_path: Path) -> None:
+    """A CSC matrix with other edges than the COO beside it: DGL would serve both."""
+    src, dst = np.array([0, 1, 2]), np.array([1, 2, 0])
+    good, bad = tmp_path / "good.dgl", tmp_path / "bad.dgl"
+    write_graph(good, 3, src, dst, {}, {}, ["coo", "csc"])
+    write_graph(bad, 3, src, np.array([2, 2, 0]), {}, {}, ["csc"])
+    raw = good.read_bytes()
+    csc_at = raw.index(struct.pack("<Q", 0xDD3C5FFE20046ABF), raw.index(struct.pack("<Q", 0xDD61FFD305DFF127)))
+    bad_raw = bad.read_bytes()
+    bad_csc_at = bad_raw.index(struct.pack("<Q", 0xDD3C5FFE20046ABF), bad_raw.index(struct.pack("<Q", 0xDD2E60F0F6B4A127)))
+    tail = bad_raw[bad_csc_at:]
+    good_tail = raw[csc_at:]
+    assert len(tail) == len(good_tail)  # same shape: only the indices differ
+    (tmp_path / "mixed.dgl").write_bytes(raw[:csc_at] + tail)
+    with pytest.raises(OutputError, match="the CSC matrix holds other edges than the COO matrix"):
+        read_graph(tmp_path / "mixed.dgl")
+
+
 def test_write_graph_rejects_bad_input(tmp_path: Path) -> None:
     path = tmp_path / "g.dgl"
     ids = np.array([0, 1])
@@ -413,19 +451,26 @@ def check_dgl_written_files(folder: Path, scratch: Path) -> None:
         for key, spec in expected["tensors.dgl"].items():
             _assert_values(tensors[key], spec, f"tensors.dgl: {key}")
 
-    # Same graph written by distpart: DGL's bytes exactly, past the header's used part.
+    # Same graph written by distpart: DGL's bytes exactly, past the header's used part,
+    # in every sparse format DGL's save_graphs can be asked for.
     single = expected["graph_coo_single.dgl"]
-    ours_path = scratch / "distpart_coo_single.dgl"
-    write_graph(
-        ours_path,
-        single["num_nodes"],
-        _values(single["src"]),
-        _values(single["dst"]),
-        {k: _values(v) for k, v in single["ndata"].items()},
-        {k: _values(v) for k, v in single["edata"].items()},
-    )
-    mine, dgls = ours_path.read_bytes(), (folder / "graph_coo_single.dgl").read_bytes()
-    assert mine[:32] == dgls[:32] and mine[4096:] == dgls[4096:]
+    for formats in (["coo"], ["csr"], ["csc"], ["coo", "csr", "csc"]):
+        name = f"graph_{'_'.join(formats)}_single.dgl"
+        ours_path = scratch / f"distpart_{name}"
+        write_graph(
+            ours_path,
+            single["num_nodes"],
+            _values(single["src"]),
+            _values(single["dst"]),
+            {k: _values(v) for k, v in single["ndata"].items()},
+            {k: _values(v) for k, v in single["edata"].items()},
+            formats=formats,
+        )
+        mine, dgls = ours_path.read_bytes(), (folder / name).read_bytes()
+        assert mine[:32] == dgls[:32] and mine[4096:] == dgls[4096:], name
+        graph = read_graph(ours_path)
+        np.testing.assert_array_equal(graph.src, _values(single["src"]), name)
+        np.testing.assert_array_equal(graph.dst, _values(single["dst"]), name)
 
 
 def test_committed_dgl_fixtures(tmp_path: Path) -> None:

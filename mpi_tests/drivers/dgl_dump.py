@@ -25,7 +25,8 @@ def main() -> None:
     while num_parts is None or p < num_parts:
         g, nfeat, efeat, gpb, name, ntypes, etypes = dgl.distributed.load_partition(config, p)
         num_parts = gpb.num_partitions()
-        src, dst = g.edges()
+        created = g.formats()["created"]  # before edges(), which may build COO
+        src, dst = g.edges(order="eid")
         out = {"src": src, "dst": dst, "num_nodes": torch.tensor([g.num_nodes()])}
         out.update({f"ndata:{k}": v for k, v in g.ndata.items()})
         out.update({f"edata:{k}": v for k, v in g.edata.items()})
@@ -40,6 +41,7 @@ def main() -> None:
         out["meta:ntypes"] = np.array(ntypes)
         out["meta:etypes"] = np.array([":".join(e) if isinstance(e, tuple) else e for e in etypes])
         out["meta:graph_name"] = np.array([name])
+        out["meta:formats"] = np.array(sorted(created))
         np.savez(os.path.join(dump_dir, f"part{p}.npz"),
                  **{k: (v.numpy() if hasattr(v, "numpy") else v) for k, v in out.items()})
         p += 1
