@@ -132,12 +132,21 @@ def parmetis_assignment(comm: Intracomm, meta: GraphMeta, num_parts: int, balanc
     del csr, vwgt
     if numbering is not None:  # back to the input's numbering
         part = lookup(comm, numbering.new_ids, numbering.bounds, part, max_bytes)
+    return split_by_type(comm, meta, num_parts, "metis", part, lo, hi)
+
+
+def split_by_type(comm: Intracomm, meta: GraphMeta, num_parts: int, algo_name: str,
+                  part: np.ndarray, lo: int, hi: int) -> Assignment:
+    """The Assignment whose partitions of homogeneous IDs [lo, hi) (node types one after the
+    other, as the partitioners number them) are `part`: one NodeBlock per type. Collective."""
+    from .adjacency import type_offsets
+    offsets = type_offsets(meta)
     blocks = {}
     for t, ntype in enumerate(meta.node_types):
         n = meta.num_nodes(ntype)
         a, b = (int(np.clip(x - offsets[t], 0, n)) for x in (lo, hi))
         blocks[ntype] = NodeBlock(a, part[a + offsets[t] - lo: b + offsets[t] - lo], rank_bounds(comm, a, n))
-    return Assignment(num_parts, "metis", blocks)
+    return Assignment(num_parts, algo_name, blocks)
 
 
 def fingerprint(comm: Intracomm, assignment: Assignment, meta: GraphMeta) -> str:

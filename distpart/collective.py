@@ -48,9 +48,10 @@ def agreed(comm: Intracomm) -> Iterator[None]:
         raise err
 
 
-def peak_rss_bytes() -> int:
-    """Peak resident set size of this process so far (Linux reports KiB)."""
-    kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+def peak_rss_bytes(children: bool = False) -> int:
+    """Peak resident set size of this process so far (Linux reports KiB); with `children`,
+    that of its largest finished child instead (KaMinPar runs in one, for example)."""
+    kib = resource.getrusage(resource.RUSAGE_CHILDREN if children else resource.RUSAGE_SELF).ru_maxrss
     return int(kib) * (1 if sys.platform == "darwin" else 1024)
 
 
@@ -58,7 +59,7 @@ def peak_rss_bytes() -> int:
 class StageLog:
     """Wall time and peak RSS of each stage on this rank; rank 0 prints the gathered table."""
 
-    stages: List[Tuple[str, float, int]] = field(default_factory=list)
+    stages: List[Tuple[str, float, int, int]] = field(default_factory=list)
     progress: Progress = field(default_factory=Progress.off)
 
     @contextmanager
@@ -72,17 +73,19 @@ class StageLog:
         finally:
             self.progress.end_stage()
         comm.Barrier()
-        self.stages.append((name, time.perf_counter() - t0, peak_rss_bytes()))
+        self.stages.append((name, time.perf_counter() - t0, peak_rss_bytes(), peak_rss_bytes(children=True)))
 
     def gather(self, comm: Intracomm) -> Optional[dict]:
-        """{"ranks": R, "stages": [{"stage", "wall_s", "peak_rss_mb": [per rank]}]} on rank 0."""
+        """{"ranks": R, "stages": [{"stage", "wall_s", "peak_rss_mb": [per rank],
+        "child_peak_rss_mb": [per rank]}]} on rank 0 (peaks so far, as each stage ended)."""
         everyone = comm.gather(self.stages, root=0)
         if comm.Get_rank() != 0:
             return None
         rows = []
-        for i, (name, wall, _) in enumerate(self.stages):
+        for i, (name, *_) in enumerate(self.stages):
             rows.append({"stage": name, "wall_s": round(max(r[i][1] for r in everyone), 3),
-                         "peak_rss_mb": [round(r[i][2] / 2**20, 1) for r in everyone]})
+                         "peak_rss_mb": [round(r[i][2] / 2**20, 1) for r in everyone],
+                         "child_peak_rss_mb": [round(r[i][3] / 2**20, 1) for r in everyone]})
         return {"ranks": comm.Get_size(), "stages": rows}
 
 

@@ -176,10 +176,9 @@ def kaminpar_assignment(comm: Intracomm, meta: GraphMeta, num_parts: int, balanc
                         threads: Optional[int] = None, work_dir: "str | Path" = ".") -> Assignment:
     """KaMinPar on the symmetrized homogeneous graph, split back into per-type blocks.
     Collective; `work_dir` (the assignment folder) must be on a file system every rank sees."""
-    from .adjacency import build_csr, type_offsets
-    from .assignment import Assignment, NodeBlock
+    from .adjacency import build_csr
+    from .assignment import split_by_type
     from .balance import check_options, usable_constraints
-    from .blocks import rank_bounds
     from .collective import agreed
     from .exchange import allreduce_sum
     from .parhip import write_parhip
@@ -245,13 +244,7 @@ def kaminpar_assignment(comm: Intracomm, meta: GraphMeta, num_parts: int, balanc
         if rank == 0:
             shutil.rmtree(work, ignore_errors=True)
 
-    offsets = type_offsets(meta)
-    blocks = {}
-    for t, ntype in enumerate(meta.node_types):
-        nt = meta.num_nodes(ntype)
-        a, b = (int(np.clip(x - offsets[t], 0, nt)) for x in (lo, hi))
-        blocks[ntype] = NodeBlock(a, part[a + offsets[t] - lo: b + offsets[t] - lo], rank_bounds(comm, a, nt))
-    return Assignment(num_parts, "kaminpar", blocks)
+    return split_by_type(comm, meta, num_parts, "kaminpar", part, lo, hi)
 
 
 def _node_sum(comm: Intracomm, value: int) -> int:

@@ -45,9 +45,15 @@ if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv"
   python3 -m venv .venv
 fi
-if ! .venv/bin/python -c "import distpart, mpi4py, pyarrow, h5py, pytest, psutil, yaml" >/dev/null 2>&1; then
+# Reinstall when setup.py changed since the last install (a new dependency or extra), not
+# only when an import fails: an older .venv would otherwise miss what was added since.
+stamp=.venv/.distpart-setup.sha256
+want="$(sha256sum setup.py | cut -d' ' -f1)"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] || \
+   ! .venv/bin/python -c "import distpart, mpi4py, pyarrow, h5py, pytest, psutil, yaml, kaminpar, matplotlib" >/dev/null 2>&1; then
   echo "setup: installing distpart and its Python dependencies into .venv"
   .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -m pip install -q -e ".[test]"
+  echo "$want" > "$stamp"
 fi
 echo "setup: ready ($(.venv/bin/python -c 'import mpi4py.MPI as M; print(M.Get_library_version().split(chr(0))[0].splitlines()[0].strip())'))"
