@@ -96,3 +96,48 @@ def example_dir(tmp_path_factory) -> Path:
     """The bundled heterogeneous example (all four formats, features of many dtypes)."""
     from distpart.synthetic import example_graph
     return example_graph(tmp_path_factory.mktemp("example")).parent
+
+
+# ---------------------------------------------------------------- real DGL (a separate Python)
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def find_dgl_python() -> Optional[str]:
+    """A Python with DGL 2.x and distpart's dependencies (some tests run distpart's ranks
+    there): $DISTPART_DGL_PYTHON, else /opt/dglenv/bin/python."""
+    for python in filter(None, [os.environ.get("DISTPART_DGL_PYTHON"), "/opt/dglenv/bin/python"]):
+        if Path(python).exists() and subprocess.run(
+                [python, "-c", "import dgl.distributed, dgl.graphbolt, mpi4py, pyarrow.parquet, h5py"],
+                capture_output=True, timeout=180).returncode == 0:
+            return python
+    return None
+
+
+@pytest.fixture(scope="session")
+def dgl_python() -> str:
+    python = find_dgl_python()
+    if python is None:
+        # .ci/run looks for "DGL not installed" to fail instead of skipping.
+        pytest.skip("DGL not installed (with distpart's dependencies): set DISTPART_DGL_PYTHON to "
+                    "the Python scripts/setup-dgl.sh builds")
+    return python
+
+
+def dgl_env() -> dict:
+    """mpi_env, with this clone importable and torch's thread pools at one thread (2 cores)."""
+    env = mpi_env()
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    env["OMP_NUM_THREADS"] = "1"
+    return env
+
+
+def distpart_dgl(python: str, nranks: int, *argv, ok: Optional[bool] = True, timeout: float = 300) -> Run:
+    """distpart under the DGL environment's Python on nranks ranks."""
+    mpiexec = mpi_command(nranks, argv)[0]
+    run = run_bounded([mpiexec, "-n", nranks, python, "-m", "distpart.cli", *argv], dgl_env(), timeout)
+    if ok is True:
+        assert run.returncode == 0, run.output
+    elif ok is False:
+        assert run.returncode != 0, run.output
+    return run

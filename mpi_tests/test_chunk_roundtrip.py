@@ -9,7 +9,6 @@ loaded by real DGL (skipped, as the other DGL tests, when no DGL Python is found
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -116,17 +115,6 @@ def shop_graph(seed: int = 0) -> Dict[str, Any]:
         "edge_data": {("user", "buys", "item"): {"qty": rng.integers(1, 9, 1800).astype(np.int16),
                                                  "w": rng.random((1800, 2))}},
     }
-
-
-@pytest.fixture(scope="module")
-def dgl_python() -> str:
-    candidates = [os.environ.get("DISTPART_DGL_PYTHON"), "/opt/dglenv/bin/python"]
-    for python in filter(None, candidates):
-        if Path(python).exists() and subprocess.run([python, "-c", "import dgl.distributed"],
-                                                    capture_output=True, timeout=120).returncode == 0:
-            return python
-    pytest.skip("DGL not installed: set DISTPART_DGL_PYTHON to a Python with dgl 2.x "
-                "(see ../shared/spec/dgl-partition-format.md, 'Checking against real DGL')")
 
 
 def dgl_dump(python: str, out_dir: Path, dump_dir: Path) -> Dict[int, Any]:

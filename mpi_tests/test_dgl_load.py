@@ -6,7 +6,6 @@ torch 2.2, so it lives in its own environment. Skipped, with a message, when abs
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
@@ -19,17 +18,6 @@ from distpart.synthetic import read_whole_graph
 from reference import storable
 
 DUMP = Path(__file__).parent / "drivers" / "dgl_dump.py"
-
-
-@pytest.fixture(scope="module")
-def dgl_python() -> str:
-    candidates = [os.environ.get("DISTPART_DGL_PYTHON"), "/opt/dglenv/bin/python"]
-    for python in filter(None, candidates):
-        if Path(python).exists() and subprocess.run([python, "-c", "import dgl.distributed"],
-                                                    capture_output=True, timeout=120).returncode == 0:
-            return python
-    pytest.skip("DGL not installed: set DISTPART_DGL_PYTHON to a Python with dgl 2.x "
-                "(see ../shared/spec/dgl-partition-format.md, 'Checking against real DGL')")
 
 
 def _dump(python: str, config: Path, dump_dir: Path, *extra: str) -> None:

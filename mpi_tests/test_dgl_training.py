@@ -35,7 +35,7 @@ import pytest
 
 from distpart import load_orig_ids
 from netns import netns_cluster
-from test_graphbolt import dgl_env, dgl_python, distpart_dgl  # noqa: F401  (fixture)
+from conftest import dgl_env, distpart_dgl
 
 DRIVERS = Path(__file__).parent / "drivers"
 NUM_NODES, NUM_EDGES, FEAT_DIM, CLASSES, TRAIN = 400, 2400, 16, 4, 240

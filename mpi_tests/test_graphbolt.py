@@ -9,58 +9,18 @@ and h5py. Skipped, with the message CI looks for, when there is no such Python.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
 from pathlib import Path
-from typing import Optional
 
 import pytest
 
-from conftest import Run, distpart, mpi_command, mpi_env, run_bounded
+from conftest import distpart, distpart_dgl, dgl_env, run_bounded
 from distpart.manifest import file_digest
 from distpart.synthetic import homogeneous_graph
 
 REPO = Path(__file__).resolve().parent.parent
 DRIVER = Path(__file__).parent / "drivers" / "graphbolt_check.py"
 GB = "fused_csc_sampling_graph.pt"
-
-
-def find_dgl_python() -> Optional[str]:
-    """A Python that imports DGL and distpart's dependencies (to run distpart's ranks)."""
-    for python in filter(None, [os.environ.get("DISTPART_DGL_PYTHON"), "/opt/dglenv/bin/python"]):
-        if Path(python).exists() and subprocess.run(
-                [python, "-c", "import dgl.distributed, dgl.graphbolt, mpi4py, pyarrow.parquet, h5py"],
-                capture_output=True, timeout=180).returncode == 0:
-            return python
-    return None
-
-
-@pytest.fixture(scope="module")
-def dgl_python() -> str:
-    python = find_dgl_python()
-    if python is None:
-        pytest.skip("DGL not installed (with distpart's dependencies): set DISTPART_DGL_PYTHON to "
-                    "the Python scripts/setup-dgl.sh builds")
-    return python
-
-
-def dgl_env() -> dict:
-    env = mpi_env()
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
-    env["OMP_NUM_THREADS"] = "1"  # 2 cores, up to 4 ranks: torch's thread pools only oversubscribe
-    return env
-
-
-def distpart_dgl(python: str, nranks: int, *argv, ok: Optional[bool] = True, timeout: float = 300) -> Run:
-    """distpart under the DGL environment's Python on nranks ranks."""
-    mpiexec = mpi_command(nranks, argv)[0]
-    run = run_bounded([mpiexec, "-n", nranks, python, "-m", "distpart.cli", *argv], dgl_env(), timeout)
-    if ok is True:
-        assert run.returncode == 0, run.output
-    elif ok is False:
-        assert run.returncode != 0, run.output
-    return run
 
 
 def check(python: str, *argv) -> dict:

@@ -20,7 +20,7 @@ from conftest import distpart, mpi_command, mpi_env, run_bounded
 from distpart import load_partition
 from distpart.chunk import describe_graph, write_graph
 from reference import storable
-from test_chunk_roundtrip import assert_restores, dgl_dump, dgl_python, restore_graph, shop_graph  # noqa: F401 (fixture)
+from test_chunk_roundtrip import assert_restores, dgl_dump, restore_graph, shop_graph
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent

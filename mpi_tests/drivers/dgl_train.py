@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from typing import Dict, List
@@ -135,7 +134,7 @@ def main(argv: List[str]) -> int:
         report["losses"] = _train(g, args)
         report["train_seconds"] = round(time.time() - start, 2)
         report["ok"] = True
-    except Exception as e:  # reported to the test, which fails with it; the job still ends cleanly
+    except Exception:  # reported to the test, which fails with it; the job still ends cleanly
         import traceback
         report["ok"] = False
         report["error"] = traceback.format_exc()
