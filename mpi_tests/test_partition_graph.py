@@ -109,18 +109,13 @@ def test_heterogeneous_graph_maps_restore_features_and_verify(tmp_path: Path, pa
         np.testing.assert_array_equal(np.sort(maps[f"n/{t}"]), np.arange(n))
     # As DGL's guide: orig_feat[node_map] = feature in the new order restores the original.
     parts = [load_partition(str(out / "metadata.json"), p) for p in range(4)]
-    for t, feats in desc.node_data.items():
-        for name, values in feats.items():
-            shuffled = np.concatenate([p[1][f"{t}/{name}"] for p in parts])
-            restored = np.empty_like(shuffled)
-            restored[maps[f"n/{t}"]] = shuffled
-            np.testing.assert_array_equal(restored, storable(values))
-    for e, feats in desc.edge_data.items():
-        for name, values in feats.items():
-            shuffled = np.concatenate([p[2][f"{e}/{name}"] for p in parts])
-            restored = np.empty_like(shuffled)
-            restored[maps[f"e/{e}"]] = shuffled
-            np.testing.assert_array_equal(restored, storable(values))
+    for data, index, kind in ((desc.node_data, 1, "n"), (desc.edge_data, 2, "e")):
+        for owner, feats in data.items():
+            for name, values in feats.items():
+                shuffled = np.concatenate([p[index][f"{owner}/{name}"] for p in parts])
+                restored = np.empty_like(shuffled)
+                restored[maps[f"{kind}/{owner}"]] = shuffled
+                np.testing.assert_array_equal(restored, storable(values))
     assert_restores(out, graph)
 
 

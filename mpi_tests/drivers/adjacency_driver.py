@@ -6,7 +6,6 @@ different numbers of them; rows must be the symmetrized simple graph, sorted, in
 the input's, in 32-bit and 64-bit indices.
 """
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from mpi4py import MPI
 from distpart.adjacency import build_csr, piece_rows, type_offsets
 from distpart.metadata import load_metadata
 from distpart.synthetic import example_graph, read_whole_graph
+from outcome import finish  # noqa: E402 (this folder is on sys.path)
 
 comm = MPI.COMM_WORLD
 rank = comm.Get_rank()
@@ -53,9 +53,4 @@ for dtype in (np.int32, np.int64):
 comm.Barrier()
 if rank == 0:
     shutil.rmtree(Path(folder).parent, ignore_errors=True)
-if failures:
-    print(f"rank {rank}: " + "; ".join(failures), file=sys.stderr)
-bad = comm.allreduce(len(failures))
-if rank == 0:
-    print("adjacency checks:", "FAILED" if bad else "passed")
-sys.exit(1 if bad else 0)
+finish(comm, failures, "adjacency")

@@ -4,12 +4,12 @@ Checks: the library loads and passes the same-MPI guard; a 2-D grid graph split 
 ranks gets a valid, balanced partition into P = R and 2R parts; the same graph with every
 vertex on the first rank(s) and the rest empty (which ParMETIS itself rejects) still works.
 """
-import sys
 
 import numpy as np
 from mpi4py import MPI
 
 from distpart import parmetis
+from outcome import finish  # noqa: E402 (this folder is on sys.path)
 
 comm = MPI.COMM_WORLD
 rank, size = comm.Get_rank(), comm.Get_size()
@@ -56,9 +56,4 @@ for c in range(2):
     if loads.max() > 1.08 * loads.mean():
         failures.append(f"constraint {c} unbalanced: {loads.tolist()}")
 
-if failures:
-    print(f"rank {rank}: " + "; ".join(failures), file=sys.stderr)
-bad = comm.allreduce(len(failures))
-if rank == 0:
-    print("parmetis checks:", "FAILED" if bad else "passed")
-sys.exit(1 if bad else 0)
+finish(comm, failures, "parmetis")
