@@ -34,8 +34,12 @@ from .resume import RECORD
 MARKER = ".distpart-owner"
 PARTITIONS, ASSIGNMENT = "partitions", "assignment"
 
-_PARTITION_NAMES = re.compile(r"^(part\d+|\.metadata\.json\.tmp|report\.json|distpart-manifest\.json)$")
-_ASSIGNMENT_FILES = ("partition_meta.json", ".partition_meta.json.tmp", RECORD, f"{RECORD}.tmp")
+# Work folders too (kaminpar.WORK_FOLDER, api.INPUT_FOLDER): removed when their run ends, but
+# left behind by a killed one, so --overwrite removes them with the rest.
+_PARTITION_NAMES = re.compile(r"^(part\d+|\.metadata\.json\.tmp|report\.json|distpart-manifest\.json"
+                              r"|\.distpart-partition-graph-input)$")
+_ASSIGNMENT_FILES = ("partition_meta.json", ".partition_meta.json.tmp", RECORD, f"{RECORD}.tmp",
+                     ".distpart-kaminpar")
 
 
 @dataclass(frozen=True)

@@ -100,3 +100,20 @@ def test_output_path_that_is_a_file(tmp_path, graph):
     (tmp_path / "f").write_text("")
     with pytest.raises(InputError, match="exists and is not a folder"):
         plan_removals(OutputFolder(tmp_path / "f", PARTITIONS), root, files, [], False)
+
+
+def test_work_folders_left_by_a_killed_run_go_with_overwrite(tmp_path, graph):
+    """KaMinPar's and partition_graph's work folders are removed when their run ends; after a
+    SIGKILL they stay, and --overwrite removes them with the rest of the previous output."""
+    root, files = graph
+    assign = OutputFolder(tmp_path / "a", ASSIGNMENT, ["paper"])
+    parts = OutputFolder(tmp_path / "o", PARTITIONS)
+    claim([assign, parts], [])
+    (tmp_path / "a" / ".distpart-kaminpar").mkdir()
+    (tmp_path / "a" / ".distpart-kaminpar" / "graph.parhip").write_bytes(b"\0" * 8)
+    (tmp_path / "o" / ".distpart-partition-graph-input").mkdir()
+    for folder in (assign, parts):
+        with pytest.raises(InputError, match="previous distpart run"):
+            plan_removals(folder, root, files, [], overwrite=False)
+        claim([folder], plan_removals(folder, root, files, [], overwrite=True))
+        assert [p.name for p in folder.path.iterdir()] == [MARKER]
