@@ -13,6 +13,10 @@ import pyarrow.parquet as pq
 import pytest
 
 import distpart.readers as readers
+import distpart.readers.csv as readers_csv
+import distpart.readers.features as readers_features
+import distpart.readers.opening as opening
+import distpart.readers.parquet as readers_parquet
 from distpart.errors import InputError
 from distpart.metadata import ChunkFiles, FileFormat, parse_metadata
 from distpart.readers import (
@@ -442,8 +446,8 @@ def parquet_mode(request, monkeypatch) -> str:
     """Row groups read whole (small ones, the default here) or streamed in record batches
     (large ones; forced here with tiny batches so that reads cross many of them)."""
     if request.param == "streamed":
-        monkeypatch.setattr(readers, "PARQUET_WHOLE_GROUP_BYTES", 0)
-        monkeypatch.setattr(readers, "PARQUET_BATCH_BYTES", 100)
+        monkeypatch.setattr(readers_parquet, "PARQUET_WHOLE_GROUP_BYTES", 0)
+        monkeypatch.setattr(readers_parquet, "PARQUET_BATCH_BYTES", 100)
     return request.param
 
 
@@ -790,13 +794,13 @@ class CountingParquet:
 @pytest.fixture
 def parquet_log(monkeypatch):
     log = {"decoded": 0, "opened": 0, "columns": set()}
-    real = readers._open_parquet
+    real = opening.open_parquet
 
     def counting(path, **kw):
         log["opened"] += 1
         return CountingParquet(real(path, **kw), log)
 
-    monkeypatch.setattr(readers, "_open_parquet", counting)
+    monkeypatch.setattr(opening, "open_parquet", counting)
     return log
 
 
@@ -882,7 +886,7 @@ def write_csv_feature(path: Path, arr: np.ndarray, delim: str = ",", newline: st
 def csv_window(request, monkeypatch):
     """The default window, and windows of a few lines so files span many of them."""
     if request.param:
-        monkeypatch.setattr(readers, "CSV_WINDOW_BYTES", request.param)
+        monkeypatch.setattr(readers_csv, "CSV_WINDOW_BYTES", request.param)
     return request.param
 
 
@@ -991,15 +995,15 @@ def test_csv_feature_missing_file(tmp_path: Path) -> None:
 
 
 def test_csv_feature_consecutive_reads_parse_each_window_once(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(readers, "CSV_WINDOW_BYTES", 200)
+    monkeypatch.setattr(readers_csv, "CSV_WINDOW_BYTES", 200)
     arr = np.arange(3000).reshape(1000, 3)
     p = tmp_path / "f.csv"
     write_csv_feature(p, arr)
     src = FeatureSource(csv_feature_files([p]))
     windows = len(readers.csv_feature_layout(p, ",").window_rows) - 1
     calls = []
-    real = readers._read_csv_numbers
-    monkeypatch.setattr(readers, "_read_csv_numbers", lambda *a, **k: calls.append(a[1]) or real(*a, **k))
+    real = readers_features.read_csv_numbers
+    monkeypatch.setattr(readers_features, "read_csv_numbers", lambda *a, **k: calls.append(a[1]) or real(*a, **k))
     np.testing.assert_array_equal(read_block_in_batches(src, 0, 1000, 7), arr)
     assert len(calls) == len(set(calls)) == windows
 
