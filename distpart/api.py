@@ -69,7 +69,10 @@ def partition_graph(
     balance_edges: bool = False,
     return_mapping: bool = False,
     num_trainers_per_machine: int = 1,
+    objtype: str = "cut",
     graph_formats: Union[None, str, Sequence[str]] = None,
+    use_graphbolt: bool = False,
+    **kwargs: bool,
 ) -> Optional[Tuple[IdMaps, IdMaps]]:
     """Partition an in-memory graph for distributed training and write the partitions.
 
@@ -90,7 +93,10 @@ def partition_graph(
     as in DGL this happens with "metis", or with any method when num_parts is 1.
 
     `graph_formats` ("coo", "csr", "csc" or a list of them; default COO) are the sparse
-    matrices each partition's graph.dgl stores, as DGL's.
+    matrices each partition's graph.dgl stores, as DGL's. `use_graphbolt=True` also writes
+    each partition's GraphBolt graph (`fused_csc_sampling_graph.pt`, as DGL's
+    `dgl_partition_to_graphbolt`, whose keyword arguments `store_eids`, `store_inner_node`
+    and `store_inner_edge` are passed as `kwargs`, as in DGL); it needs DGL and torch.
 
     `return_mapping=True` returns (orig_nids, orig_eids): for a graph with one node type and
     one edge type, arrays with orig_nids[new per-type ID] = original ID; otherwise dicts
@@ -100,7 +106,9 @@ def partition_graph(
     Differences from DGL, all deliberate: the partition config is `out_path/metadata.json`
     (DGL: `out_path/<graph_name>.json`), with the assignment in `out_path/assignment` and
     each partition's orig_nids.dgl/orig_eids.dgl beside it, as `distpart pipeline` writes;
-    only `num_hops=1`; the input graph is not modified (DGL adds `trainer_id` to `g`'s
+    only `num_hops=1`; only `objtype="cut"` (ParMETIS has no communication-volume
+    objective); GraphBolt keyword arguments without `use_graphbolt=True` are refused (DGL
+    ignores them); the input graph is not modified (DGL adds `trainer_id` to `g`'s
     ndata/edata; a `trainer_id` feature it has is replaced in the output, as DGL replaces
     it); a flat `balance_ntypes` array on a graph with several node types is refused
     (DGL ignores it); a previous distpart output in `out_path` is replaced, other files there
@@ -110,7 +118,8 @@ def partition_graph(
 
     from .dglformat import graph_formats as checked_formats
 
-    _check_arguments(graph_name, num_parts, num_hops, part_method, num_trainers_per_machine)
+    _check_arguments(graph_name, num_parts, num_hops, part_method, num_trainers_per_machine, objtype)
+    graphbolt = _graphbolt_options(use_graphbolt, kwargs)
     formats = checked_formats([graph_formats] if isinstance(graph_formats, str) else graph_formats or ["coo"])
     desc = describe_graph(g)
     homogeneous = bool(g.is_homogeneous) if hasattr(g, "is_homogeneous") else desc.homogeneous
@@ -143,7 +152,7 @@ def partition_graph(
             assignment.algo_name = "metis" if part_method == "metis" else "random"
             _build(comm, tmp, out, assignment, {"api": "partition_graph", "part_method": part_method,
                                                  "num_parts": num_parts, "num_trainers_per_machine": trainers,
-                                                 "balance_edges": bool(balance_edges)}, formats)
+                                                 "balance_edges": bool(balance_edges)}, formats, graphbolt)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     if return_mapping:
@@ -154,7 +163,8 @@ def partition_graph(
 # ---------------------------------------------------------------- steps
 
 
-def _check_arguments(graph_name: str, num_parts: int, num_hops: int, part_method: str, trainers: int) -> None:
+def _check_arguments(graph_name: str, num_parts: int, num_hops: int, part_method: str, trainers: int,
+                     objtype: str) -> None:
     if not isinstance(graph_name, str) or not graph_name:
         raise ValueError(f"graph_name must be a non-empty string, got {graph_name!r}")
     for name, value in (("num_parts", num_parts), ("num_trainers_per_machine", trainers)):
@@ -164,6 +174,28 @@ def _check_arguments(graph_name: str, num_parts: int, num_hops: int, part_method
         raise ValueError(f"num_hops={num_hops}: distpart builds 1-hop halos only (num_hops=1)")
     if part_method not in ("metis", "random"):
         raise ValueError(f"unknown partitioning method {part_method!r}: 'metis' or 'random'")
+    if objtype == "vol":
+        raise ValueError("objtype='vol': ParMETIS minimises the edge cut only (it has no communication-volume "
+                         "objective); use objtype='cut'")
+    if objtype != "cut":
+        raise ValueError(f"objtype must be 'cut' or 'vol', got {objtype!r}")
+
+
+def _graphbolt_options(use_graphbolt: bool, kwargs: Mapping[str, Any]):
+    """DGL's use_graphbolt and dgl_partition_to_graphbolt's keyword arguments as
+    GraphboltOptions (None without GraphBolt); DGL and torch are imported here, before any work."""
+    from .graphbolt import GraphboltOptions, load_graphbolt
+    allowed = GraphboltOptions().as_json()
+    unknown = sorted(set(kwargs) - set(allowed))
+    if unknown:
+        raise TypeError(f"partition_graph got unexpected keyword arguments {unknown}; the GraphBolt "
+                        f"ones are {sorted(allowed)}")
+    if not use_graphbolt:
+        if kwargs:
+            raise ValueError(f"{sorted(kwargs)} only apply with use_graphbolt=True")
+        return None
+    load_graphbolt("use_graphbolt=True")
+    return GraphboltOptions(**{k: bool(v) for k, v in kwargs.items()})
 
 
 def _one_process_world():
@@ -276,7 +308,7 @@ def _coalesce(assignment, num_parts: int, trainers: int):
 
 
 def _build(comm, in_dir: Path, out: Path, assignment, options: Dict[str, Any],
-           graph_formats: Sequence[str]) -> None:
+           graph_formats: Sequence[str], graphbolt=None) -> None:
     """Write the assignment, dispatch, verify and report: the rest of `distpart pipeline`."""
     from .assignment import fingerprint, write_assignment
     from .collective import StageLog
@@ -289,11 +321,13 @@ def _build(comm, in_dir: Path, out: Path, assignment, options: Dict[str, Any],
     from .verify import verify
     meta = validate(comm, in_dir)
     write_assignment(comm, assignment, meta, out / "assignment")
-    key = RunKey(input_fingerprint(meta), options, fingerprint(comm, assignment, meta))
-    if graph_formats != ("coo",):
+    if graph_formats != ("coo",):  # as the command line records them
         options = {**options, "graph_formats": list(graph_formats)}
+    if graphbolt is not None:
+        options = {**options, "graphbolt": graphbolt.as_json()}
+    key = RunKey(input_fingerprint(meta), options, fingerprint(comm, assignment, meta))
     dispatch(comm, meta, assignment, out, key=key, max_bytes=DEFAULT_MAX_BYTES, log=StageLog(),
-             graph_formats=graph_formats)
+             graph_formats=graph_formats, graphbolt=graphbolt)
     verify(comm, meta, assignment, out, max_bytes=DEFAULT_MAX_BYTES)
     report(comm, out)
 

@@ -65,16 +65,17 @@ class GraphboltOptions:
                 "store_inner_edge": self.store_inner_edge}
 
 
-def load_graphbolt() -> Any:
+def load_graphbolt(asked_by: str = "--graphbolt") -> Any:
     """Import torch and DGL's graphbolt, or raise InputError saying how to install them.
 
-    Called before any work when `--graphbolt` is given, so a missing DGL stops the run at
-    once instead of after the partitions are computed."""
+    Called before any work when GraphBolt output is asked for (`asked_by`: the option, for
+    the message), so a missing DGL stops the run at once instead of after the partitions
+    are computed."""
     try:
         import torch  # noqa: F401  (graphbolt needs it loaded first)
         from dgl import graphbolt
     except Exception as e:  # ImportError, or graphbolt's library missing for this torch
-        raise InputError(None, f"--graphbolt needs DGL and torch in the Python that runs distpart, "
+        raise InputError(None, f"{asked_by} needs DGL and torch in the Python that runs distpart, "
                                f"which cannot import them ({type(e).__name__}: {e}); install them "
                                f"with {INSTALL_HINT}") from None
     return graphbolt

@@ -30,6 +30,28 @@ def check(python: str, *argv) -> dict:
     return json.loads(run.stdout.strip().splitlines()[-1])
 
 
+def assert_as_dgls_converter(python: str, ours: Path, theirs: Path, num_parts: int, flags) -> dict:
+    """Our GraphBolt output equals what DGL's converter makes of a plain (graph.dgl only) copy
+    of the same output in `theirs`: the same config, bytes and tensors, and DGL loads it
+    with use_graphbolt=True. Returns the checker's report."""
+    shutil.copytree(ours, theirs)
+    for p in range(num_parts):
+        (theirs / f"part{p}" / GB).unlink()
+    plain = json.loads((ours / "metadata.json").read_text())
+    for p in range(num_parts):
+        del plain[f"part-{p}"]["part_graph_graphbolt"]
+    del plain["node_map_dtype"], plain["edge_map_dtype"]
+    (theirs / "metadata.json").write_text(json.dumps(plain))
+    report = check(python, "convert-and-compare", ours / "metadata.json", theirs / "metadata.json", *flags)
+    assert report["parts"] == num_parts and report["same_tensors"] and report["loaded"] == num_parts
+    assert json.loads((theirs / "metadata.json").read_text()) == json.loads((ours / "metadata.json").read_text())
+    for p in range(num_parts):
+        assert (ours / f"part{p}" / GB).read_bytes() == (theirs / f"part{p}" / GB).read_bytes(), f"part{p}"
+        # DGL 2.1.0 keeps graph.dgl beside the GraphBolt file; so does distpart.
+        assert (ours / f"part{p}" / "graph.dgl").is_file()
+    return report
+
+
 @pytest.fixture(scope="module")
 def homo_dir(tmp_path_factory) -> Path:
     return homogeneous_graph(tmp_path_factory.mktemp("homo"), 600, 4000, num_chunks=3, seed=3).parent
@@ -47,24 +69,8 @@ def test_graphbolt_files_equal_dgls_converter(dgl_python, example_dir, homo_dir,
     run = distpart_dgl(dgl_python, nranks, "pipeline", src, ours, "--num-parts", 4, "--method", "random",
                        "--graphbolt", *STORES[stores])
     assert "verify: OK" in run.stdout
-    # DGL's converter rewrites the config of a plain (graph.dgl only) copy of the same output.
-    shutil.copytree(ours, theirs)
-    for p in range(4):
-        (theirs / f"part{p}" / GB).unlink()
-    plain = json.loads((ours / "metadata.json").read_text())
-    for p in range(4):
-        del plain[f"part-{p}"]["part_graph_graphbolt"]
-    del plain["node_map_dtype"], plain["edge_map_dtype"]
-    (theirs / "metadata.json").write_text(json.dumps(plain))
-    report = check(dgl_python, "convert-and-compare", ours / "metadata.json", theirs / "metadata.json",
-                   *STORES[stores])
-    assert report["parts"] == 4 and report["same_tensors"] and report["loaded"] == 4
+    report = assert_as_dgls_converter(dgl_python, ours, theirs, 4, STORES[stores])
     assert report["homogeneous"] == (graph == "homo")
-    assert json.loads((theirs / "metadata.json").read_text()) == json.loads((ours / "metadata.json").read_text())
-    for p in range(4):
-        assert (ours / f"part{p}" / GB).read_bytes() == (theirs / f"part{p}" / GB).read_bytes(), f"part{p}"
-        # DGL 2.1.0 keeps graph.dgl beside the GraphBolt file; so does distpart.
-        assert (ours / f"part{p}" / "graph.dgl").is_file()
     # Output independent of R, as for the DGL files.
     if nranks == 4:
         again = tmp_path / "again"

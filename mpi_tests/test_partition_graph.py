@@ -7,6 +7,7 @@ original features; trainer IDs must follow DGL's rules.
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import sys
@@ -248,6 +249,10 @@ def test_graph_formats_as_dgl(tmp_path: Path) -> None:
         np.testing.assert_array_equal(ours.src, coo.src)
         np.testing.assert_array_equal(ours.dst, coo.dst)
     distpart(1, "verify", "--quick", tmp_path / "csc" / "out")
+    # Recorded as the command line records it: another choice is another output.
+    options = json.loads((tmp_path / "csc" / "out" / "distpart-manifest.json").read_text())["options"]
+    assert options["graph_formats"] == ["csc"]
+    assert "graph_formats" not in json.loads((tmp_path / "coo" / "out" / "distpart-manifest.json").read_text())["options"]
 
 
 def test_bad_arguments_and_mpiexec_are_refused(tmp_path: Path) -> None:
@@ -257,6 +262,17 @@ def test_bad_arguments_and_mpiexec_are_refused(tmp_path: Path) -> None:
     assert "unknown partitioning method 'kway'" in run.stderr
     run, _ = partition(tmp_path, "homo", ok=False, num_parts=2, graph_formats=["csc", "dense"])
     assert "graph formats must be some of coo, csr, csc; got csc, dense" in run.stderr
+    run, _ = partition(tmp_path, "homo", ok=False, num_parts=2, objtype="vol")
+    assert "objtype='vol': ParMETIS minimises the edge cut only" in run.stderr
+    run, _ = partition(tmp_path, "homo", ok=False, num_parts=2, store_eids=True)
+    assert "['store_eids'] only apply with use_graphbolt=True" in run.stderr
+    run, _ = partition(tmp_path, "homo", ok=False, num_parts=2, use_graphbolt=True, store_edges=True)
+    assert "TypeError: partition_graph got unexpected keyword arguments ['store_edges']" in run.stderr
+    if importlib.util.find_spec("dgl") is None:   # distpart's own environment: no DGL
+        run, _ = partition(tmp_path, "homo", ok=False, num_parts=2, use_graphbolt=True)
+        assert "use_graphbolt=True needs DGL and torch" in run.stderr
+        assert "pip install 'distpart[graphbolt]'" in run.stderr
+    assert not (tmp_path / "out").exists()   # all refused before anything is written
     script = tmp_path / "user_script.py"
     script.write_text(SCRIPT)
     run = run_bounded(mpi_command(2, [HERE, tmp_path / "o", "homo", json.dumps({"num_parts": 2})], script=script),
@@ -358,16 +374,50 @@ print("dgl graph: ok")
 """
 
 
-def test_partition_graph_of_a_real_dgl_graph(dgl_python: str, tmp_path: Path) -> None:
-    """A DGLGraph, in DGL's own environment, once that environment holds distpart's run
-    dependencies (scripts/setup-dgl.sh adds mpi4py, pyarrow and h5py)."""
+def dgl_run_env(dgl_python: str) -> Dict[str, str]:
+    """The environment for running distpart in DGL's own Python; skips unless that Python
+    holds distpart's run dependencies (scripts/setup-dgl.sh adds mpi4py, pyarrow and h5py)."""
     env = dict(mpi_env(), DGLBACKEND="pytorch",
                PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
     probe = run_bounded([dgl_python, "-c", "import mpi4py, pyarrow.parquet, h5py"], env, timeout=120)
     if probe.returncode != 0:
         pytest.skip(f"{dgl_python} lacks distpart's run dependencies (mpi4py, pyarrow, h5py): "
                     f"run scripts/setup-dgl.sh")
+    return env
+
+
+def test_partition_graph_of_a_real_dgl_graph(dgl_python: str, tmp_path: Path) -> None:
+    """A DGLGraph, in DGL's own environment."""
+    env = dgl_run_env(dgl_python)
     run = run_bounded([dgl_python, "-c", DGL_SCRIPT, tmp_path / "out"], env, timeout=300, cwd=tmp_path)
     assert run.returncode == 0, run.output
     assert "dgl graph: ok" in run.stdout
+    distpart(1, "verify", "--quick", tmp_path / "out")
+
+
+GRAPHBOLT_SCRIPT = r"""
+import sys
+import torch, dgl
+import distpart
+torch.manual_seed(1)
+g = dgl.heterograph({("user", "buys", "item"): (torch.randint(0, 300, (2000,)), torch.randint(0, 120, (2000,))),
+                     ("user", "follows", "user"): (torch.randint(0, 300, (1500,)), torch.randint(0, 300, (1500,)))},
+                    num_nodes_dict={"user": 300, "item": 120})
+g.nodes["user"].data["feat"] = torch.randn(300, 4)
+distpart.partition_graph(g, "gb", 2, sys.argv[1], use_graphbolt=True, store_eids=True, store_inner_node=True)
+"""
+
+
+def test_use_graphbolt_writes_what_dgls_converter_writes(dgl_python: str, tmp_path: Path) -> None:
+    """use_graphbolt=True with DGL's converter keywords: each partition's GraphBolt graph is
+    the one DGL's dgl_partition_to_graphbolt makes of the same partitions, and DGL loads it."""
+    from test_graphbolt import assert_as_dgls_converter
+    run = run_bounded([dgl_python, "-c", GRAPHBOLT_SCRIPT, tmp_path / "out"], dgl_run_env(dgl_python),
+                      timeout=300, cwd=tmp_path)
+    assert run.returncode == 0, run.output
+    options = json.loads((tmp_path / "out" / "distpart-manifest.json").read_text())["options"]
+    assert options["graphbolt"] == {"store_eids": True, "store_inner_node": True, "store_inner_edge": False}
+    report = assert_as_dgls_converter(dgl_python, tmp_path / "out", tmp_path / "theirs", 2,
+                                      ["--store-eids", "--store-inner-node"])
+    assert report["homogeneous"] is False
     distpart(1, "verify", "--quick", tmp_path / "out")
