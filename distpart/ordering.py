@@ -7,7 +7,10 @@ numbering costs ParMETIS a lot: measured with benchmarks/bench_assign.py on a
 and 44% (2 ranks) / 42% (4 ranks) with the vertices renumbered by degree, highest first;
 serial METIS cut 26%. On a community graph and a mesh the cut moved by less than half a
 point either way. (Removing degree-0 and degree-1 vertices before ParMETIS, and handing it
-METIS's own partition as the vertex distribution, did not help: measured, left out.)
+METIS's own partition as the vertex distribution, did not help: measured, left out. Peeling
+cannot: on that graph 37% of the vertices are isolated and 14% have degree one, but the
+edges outside the 2-core are 1.5% of the simple graph's edges, so placing every leaf with
+its neighbour moves the cut by 1.5 points at most; the gap to METIS is in the core.)
 
 Vertices go by degree bucket (8 buckets per doubling of the degree), highest first, then by
 original ID. A fixed number of buckets lets every rank compute its vertices' new IDs from
