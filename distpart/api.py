@@ -321,10 +321,6 @@ def _build(comm, in_dir: Path, out: Path, assignment, options: Dict[str, Any],
     from .verify import verify
     meta = validate(comm, in_dir)
     write_assignment(comm, assignment, meta, out / "assignment")
-    if graph_formats != ("coo",):  # as the command line records them
-        options = {**options, "graph_formats": list(graph_formats)}
-    if graphbolt is not None:
-        options = {**options, "graphbolt": graphbolt.as_json()}
     key = RunKey(input_fingerprint(meta), options, fingerprint(comm, assignment, meta))
     dispatch(comm, meta, assignment, out, key=key, max_bytes=DEFAULT_MAX_BYTES, log=StageLog(),
              graph_formats=graph_formats, graphbolt=graphbolt)

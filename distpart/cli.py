@@ -381,13 +381,7 @@ def _recorded_options(args: argparse.Namespace, assignment) -> dict:
     """What the output depends on besides the input, for the manifest."""
     recorded = _step1_options(args) if hasattr(args, "method") else {}
     recorded.update(num_parts=assignment.num_parts, assignment=assignment.algo_name)
-    graphbolt = _graphbolt(args)
-    if graphbolt is not None:  # only then: outputs without it keep the options they had
-        recorded["graphbolt"] = graphbolt.as_json()
-    formats = _graph_formats(args)
-    if formats != ("coo",):  # likewise
-        recorded["graph_formats"] = list(formats)
-    return recorded
+    return recorded   # dispatch adds how the partitions are stored (dispatch.output_options)
 
 
 def _input_fingerprint(comm: Intracomm, meta) -> str:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import os
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
@@ -97,7 +97,9 @@ def dispatch(comm: Intracomm, meta: GraphMeta, assignment: Assignment, out_dir: 
     partitions' completion records; with `resume`, partitions whose record matches it are kept.
     With `graphbolt`, every partition also gets its GraphBolt graph (DGL and torch needed).
     `graph_formats` are the sparse matrices stored in each graph.dgl (dglformat.GRAPH_FORMATS).
+    Both are added to `key`'s options here, for every caller (see `output_options`).
     """
+    key = replace(key, options={**key.options, **output_options(graphbolt, graph_formats)})
     log = log or StageLog()
     progress = log.progress
     out_dir = Path(out_dir)
@@ -167,6 +169,18 @@ def _staged(out_dir: Path, p: int, name: str) -> Path:
         # `<stem>.partial` gives the bytes DGL writes to `<stem>.pt`.
         return out_dir / f"part{p}" / (Path(name).stem + STAGED_SUFFIX)
     return out_dir / f"part{p}" / (name + STAGED_SUFFIX)
+
+
+def output_options(graphbolt: Optional[GraphboltOptions], graph_formats: Sequence[str]) -> Dict[str, Any]:
+    """How the partitions are stored, as the manifest and the completion records name it.
+    Only choices other than the default appear, so an output written before these options
+    existed keeps its key (and `--resume` still accepts it)."""
+    options: Dict[str, Any] = {}
+    if graphbolt is not None:
+        options["graphbolt"] = graphbolt.as_json()
+    if tuple(graph_formats) != ("coo",):
+        options["graph_formats"] = list(graph_formats)
+    return options
 
 
 def _publish_partition(out_dir: Path, p: int, key: RunKey, edge_counts: np.ndarray,
