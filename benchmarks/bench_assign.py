@@ -120,10 +120,10 @@ def run_method(args, folder: Path, method: str, work: Path) -> dict:
 def prep_worker(folder: str) -> None:
     """Under mpiexec: distpart's own memory for the partitioner's graph, per rank."""
     from mpi4py import MPI
-    from distpart.adjacency import build_csr
-    from distpart.guards import return_freed_memory_to_the_os
-    from distpart.metadata import load_metadata
-    from distpart.ordering import degrees, hubs_first
+    from distpart.assign.adjacency import build_csr
+    from distpart.run.guards import return_freed_memory_to_the_os
+    from distpart.chunked.metadata import load_metadata
+    from distpart.assign.ordering import degrees, hubs_first
 
     return_freed_memory_to_the_os()  # as the distpart command does
     comm = MPI.COMM_WORLD

@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from distpart.collective import format_stage_table
+from distpart.run.stages import format_stage_table
 from distpart.synthetic import example_graph, homogeneous_graph
 from common import mpi_env, mpiexec
 

@@ -79,9 +79,9 @@ def write_variant(root: Path, variant: str, rows: int, dim: int, edges: int) -> 
 def worker(folder: str, max_mb: int, out: str) -> None:
     """Run under mpiexec: read this rank's block of `_N/feat` in dispatch's batches."""
     from mpi4py import MPI
-    from distpart.dispatch import _batch_rows
-    from distpart.metadata import load_metadata
-    from distpart.readers import FeatureSource, block_bounds
+    from distpart.dispatch.dispatch import _batch_rows
+    from distpart.chunked.metadata import load_metadata
+    from distpart.chunked.readers import FeatureSource, block_bounds
 
     comm = MPI.COMM_WORLD
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -1,11 +1,24 @@
 """distpart: MPI-parallel partitioning of DGL chunked graphs for distributed GNN training.
 
-Besides the `distpart` command, the package offers a DGL-free loading API for its
-outputs (`load_partition`, `load_partition_feats`, `load_partition_book`,
-`load_orig_ids`, from `distpart.loader`), DGL's in-memory `partition_graph` (from
-`distpart.api`) and the heterogeneous/homogeneous ID converter `IdConverter` (from
-`distpart.ids`). They are resolved on first use, so `import distpart` imports neither
-mpi4py nor torch nor pyarrow.
+The package reads as the pipeline, one folder per part, each depending only on those
+before it (tests/test_import_order.py enforces the order):
+
+- `errors`, `paths`, `arrays`: what every part needs (error kinds, output names, array primitives);
+- `mpi/`: every MPI collective the other parts call;
+- `run/`: what keeps a run safe and visible (progress, stage stats, locks, output folders, resume);
+- `chunked/`: DGL's chunked input format, read, checked and written;
+- `assign/`: Step 1, the partition of every node;
+- `partitions/`: the output format (DGL's partitions), written and read back;
+- `dispatch/`: Step 2, moving and relabelling nodes, edges and features, writing partitions;
+- `check/`: verify and report an output;
+- `synthetic/`: example and benchmark inputs;
+- `launch`, `api`, `cli`: the entry points (`distpart launch`, `partition_graph`, `distpart`).
+
+Besides the `distpart` command, the package offers a DGL-free loading API for its outputs
+(`load_partition`, `load_partition_feats`, `load_partition_book`, `load_orig_ids`), DGL's
+in-memory `partition_graph`, the chunk writer `write_graph` and the heterogeneous/homogeneous
+ID converter `IdConverter`. They are resolved on first use, so `import distpart` imports
+neither mpi4py nor torch nor pyarrow.
 """
 
 from __future__ import annotations
@@ -14,16 +27,21 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-_LOADER_API = ("load_partition", "load_partition_feats", "load_partition_book", "load_orig_ids")
-_LAZY = {"partition_graph": "api", "IdConverter": "ids", "IdRangeError": "ids"}
-__all__ = ["__version__", *_LOADER_API, *_LAZY]
+# public name -> the module that defines it
+_LAZY = {
+    "load_partition": "partitions.loader",
+    "load_partition_feats": "partitions.loader",
+    "load_partition_book": "partitions.loader",
+    "load_orig_ids": "partitions.loader",
+    "partition_graph": "api",
+    "write_graph": "chunked.write",
+    "IdConverter": "chunked.ids",
+    "IdRangeError": "chunked.ids",
+}
+__all__ = ["__version__", *_LAZY]
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LOADER_API:
-        from . import loader
-
-        return getattr(loader, name)
     if name in _LAZY:
         import importlib
 

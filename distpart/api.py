@@ -10,9 +10,8 @@ stage functions the command line calls (validate, assign, dispatch, verify, repo
 on it. The graph goes through a chunked copy in a hidden folder inside `out_path`
 (`.distpart-partition-graph-input`), removed at the end, also on error.
 
-Only numpy is imported at module level: `graph_description` (a DGLGraph as the plain
-description `distpart.chunk` writes) also works in an environment that has DGL but not
-pyarrow or mpi4py.
+`graph_description` (a DGLGraph as the plain description the chunk writer takes) lives with
+that writer, in `chunked.write.memory`, and is re-exported here for DGL users.
 """
 from __future__ import annotations
 
@@ -23,39 +22,18 @@ from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Sequence, Tuple,
 
 import numpy as np
 
+from .chunked.write.memory import graph_description
+
 if TYPE_CHECKING:
-    from .chunk import GraphDescription
+    from .chunked.write import GraphDescription
 
 __all__ = ["partition_graph", "graph_description"]
 
 INPUT_FOLDER = ".distpart-partition-graph-input"
-_RESERVED_NDATA = ("_ID", "inner_node")   # what DGL's partition_graph does not store as features
-_RESERVED_EDATA = ("_ID", "inner_edge")
 _BALANCE_FEATURE = "_distpart_balance_{}"
 
 IdMap = Any   # np.ndarray, or torch.Tensor when torch is importable
 IdMaps = Union[IdMap, Dict[Any, IdMap]]
-
-
-def graph_description(g: Any) -> Dict[str, Any]:
-    """A DGLGraph as the plain description `distpart.chunk.describe_graph` accepts.
-
-    Node types and canonical edge types in the graph's type-ID order; edges in edge-ID order;
-    every ndata/edata tensor as a numpy array except those DGL's `partition_graph` leaves
-    out too (`_ID`, `inner_node`, `inner_edge`). Needs only numpy (and the graph's tensors).
-    """
-    def arr(t: Any) -> np.ndarray:
-        return t.detach().cpu().numpy() if hasattr(t, "detach") else np.asarray(t)
-
-    etypes = [tuple(c) for c in g.canonical_etypes]
-    return {
-        "num_nodes": {nt: int(g.num_nodes(nt)) for nt in g.ntypes},
-        "edges": {":".join(c): tuple(arr(x) for x in g.edges(etype=c, order="eid")) for c in etypes},
-        "node_data": {nt: {k: arr(v) for k, v in g.nodes[nt].data.items() if k not in _RESERVED_NDATA}
-                      for nt in g.ntypes},
-        "edge_data": {":".join(c): {k: arr(v) for k, v in g.edges[c].data.items() if k not in _RESERVED_EDATA}
-                      for c in etypes},
-    }
 
 
 def partition_graph(
@@ -78,7 +56,7 @@ def partition_graph(
 
     As `dgl.distributed.partition_graph` (DGL 2.1), in one process, without a launcher.
 
-    `g` is a DGLGraph, or without DGL a plain description (`distpart.chunk.describe_graph`):
+    `g` is a DGLGraph, or without DGL a plain description (`distpart.chunked.write.describe_graph`):
     ``{"num_nodes": {ntype: n}, "edges": {(src, rel, dst): (src_ids, dst_ids)},
     "node_data": {ntype: {name: array}}, "edge_data": {(src, rel, dst): {name: array}}}``.
     Features become `ntype/name` and `src:rel:dst/name` in each partition, owned rows only.
@@ -114,9 +92,9 @@ def partition_graph(
     (DGL ignores it); a previous distpart output in `out_path` is replaced, other files there
     make it refuse; the output is verified against the input before returning.
     """
-    from .chunk import describe_graph, write_graph
+    from .chunked.write import describe_graph, write_graph
 
-    from .dglformat import graph_formats as checked_formats
+    from .partitions.dglformat import graph_formats as checked_formats
 
     _check_arguments(graph_name, num_parts, num_hops, part_method, num_trainers_per_machine, objtype)
     graphbolt = _graphbolt_options(use_graphbolt, kwargs)
@@ -129,7 +107,7 @@ def partition_graph(
     comm = _one_process_world()
     out = Path(out_path)
 
-    from .lock import folder_locks
+    from .run.lock import folder_locks
     with folder_locks(comm, [out], "partition_graph"):
         _claim(out, list(desc.num_nodes))
         tmp = out / INPUT_FOLDER
@@ -184,7 +162,7 @@ def _check_arguments(graph_name: str, num_parts: int, num_hops: int, part_method
 def _graphbolt_options(use_graphbolt: bool, kwargs: Mapping[str, Any]):
     """DGL's use_graphbolt and dgl_partition_to_graphbolt's keyword arguments as
     GraphboltOptions (None without GraphBolt); DGL and torch are imported here, before any work."""
-    from .graphbolt import GraphboltOptions, load_graphbolt
+    from .partitions.graphbolt import GraphboltOptions, load_graphbolt
     allowed = GraphboltOptions().as_json()
     unknown = sorted(set(kwargs) - set(allowed))
     if unknown:
@@ -213,7 +191,7 @@ def _one_process_world():
 def _claim(out: Path, ntypes) -> None:
     """Refuse a folder holding files distpart did not write; remove a previous distpart output
     (DGL's partition_graph replaces its output too). Before anything is written."""
-    from .outdir import ASSIGNMENT, PARTITIONS, OutputFolder, claim, plan_removals
+    from .run.outdir import ASSIGNMENT, PARTITIONS, OutputFolder, claim, plan_removals
     folders = [OutputFolder(out, PARTITIONS, default_assign_dir="assignment"),
                OutputFolder(out / "assignment", ASSIGNMENT, ntypes)]
     # The chunked copy goes to a hidden folder no partition output writes, so it is no input
@@ -262,7 +240,7 @@ def _with_node_features(desc: "GraphDescription", extra: Mapping[str, Mapping[st
                         replace: bool = False) -> "GraphDescription":
     """`desc` with more node features (a copy: the caller's graph is not changed). A
     `trainer_id` the graph has is replaced, as DGL replaces it; balance masks never clash."""
-    from .chunk import GraphDescription
+    from .chunked.write import GraphDescription
     node_data = {t: dict(f) for t, f in desc.node_data.items()}
     for ntype, feats in extra.items():
         for name, values in feats.items():
@@ -277,9 +255,9 @@ def _with_node_features(desc: "GraphDescription", extra: Mapping[str, Mapping[st
 def _assign(comm, in_dir: Path, num_parts: int, part_method: str, trainers: bool,
             balance: Mapping[str, Mapping[str, np.ndarray]], balance_edges: bool, homogeneous: bool):
     """Step 1 on the chunked copy: ParMETIS or random, as distpart's `assign` does."""
-    from .assignment import parmetis_assignment, random_assignment
-    from .balance import BalanceOptions
-    from .validate import validate
+    from .assign.assignment import parmetis_assignment, random_assignment
+    from .assign.balance import BalanceOptions
+    from .chunked.validate import validate
     meta = validate(comm, in_dir)
     if num_parts > sum(meta.node_counts):
         from .errors import InputError
@@ -301,7 +279,7 @@ def _trainer_ids(desc: "GraphDescription", assignment) -> Dict[str, np.ndarray]:
 
 def _coalesce(assignment, num_parts: int, trainers: int):
     """Trainer parts p*T .. p*T + T - 1 form machine partition p, as DGL's floor division."""
-    from .assignment import Assignment, NodeBlock
+    from .assign.assignment import Assignment, NodeBlock
     blocks = {t: NodeBlock(b.start, np.asarray(b.parts, dtype=np.int64) // trainers, b.bounds)
               for t, b in assignment.blocks.items()}
     return Assignment(num_parts, assignment.algo_name, blocks)
@@ -310,15 +288,15 @@ def _coalesce(assignment, num_parts: int, trainers: int):
 def _build(comm, in_dir: Path, out: Path, assignment, options: Dict[str, Any],
            graph_formats: Sequence[str], graphbolt=None) -> None:
     """Write the assignment, dispatch, verify and report: the rest of `distpart pipeline`."""
-    from .assignment import fingerprint, write_assignment
-    from .collective import StageLog
-    from .dispatch import dispatch
-    from .exchange import DEFAULT_MAX_BYTES
-    from .manifest import input_fingerprint
-    from .report import report
-    from .resume import RunKey
-    from .validate import validate
-    from .verify import verify
+    from .assign.assignment import fingerprint, write_assignment
+    from .run.stages import StageLog
+    from .dispatch.dispatch import dispatch
+    from .mpi.exchange import DEFAULT_MAX_BYTES
+    from .partitions.manifest import input_fingerprint
+    from .check.report import report
+    from .run.resume import RunKey
+    from .chunked.validate import validate
+    from .check.verify import verify
     meta = validate(comm, in_dir)
     write_assignment(comm, assignment, meta, out / "assignment")
     key = RunKey(input_fingerprint(meta), options, fingerprint(comm, assignment, meta))
@@ -332,7 +310,7 @@ def _orig_maps(out: Path, num_parts: int, desc: "GraphDescription",
                homogeneous: bool) -> Tuple[IdMaps, IdMaps]:
     """New per-type ID -> original ID, per type: new IDs of a type run over the partitions in
     order, so the partitions' orig_nids (orig_eids) concatenated are the map."""
-    from .loader import load_orig_ids
+    from .partitions.loader import load_orig_ids
     config = out / "metadata.json"
     per_part = [load_orig_ids(config, p) for p in range(num_parts)]
     empty = np.empty(0, dtype=np.int64)

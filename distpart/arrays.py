@@ -2,11 +2,12 @@
 prefix sums (offsets of consecutive blocks), the splitmix64 finaliser (seeded hashing for
 random assignment and synthetic data), a keyed pseudo-random permutation of [0, n) that
 needs no table (random assignment, relabelling synthetic graphs), and the search for the
-first out-of-range ID.
+first out-of-range ID; and the stable grouping by a small key (owner rank, partition)
+that numbers rows within their group, which Step 1's vertex order and Step 2's new IDs share.
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Tuple
 
 import numpy as np
 
@@ -90,3 +91,33 @@ def keyed_permutation(ids: np.ndarray, n: int, key: int, rounds: int = 4) -> np.
         out[todo] = feistel(out[todo])
         todo = todo[out[todo] >= np.uint64(n)]
     return out.astype(np.int64)
+
+
+def group_by_owner(owner: np.ndarray, nranks: int) -> Tuple[np.ndarray, np.ndarray]:
+    """Stable grouping of row indices by owner rank: (order, counts per rank).
+
+    Owners are small integers, so the stable sort runs on the narrowest integer type,
+    where numpy uses a radix sort instead of a comparison sort.
+    """
+    narrow = owner.astype(np.min_scalar_type(max(nranks - 1, 0)), copy=False)
+    order = np.argsort(narrow, kind="stable")
+    counts = np.bincount(owner, minlength=nranks).astype(np.int64)
+    return order, counts
+
+
+def rank_within_group(groups: np.ndarray, num_groups: int) -> np.ndarray:
+    """For each element, how many earlier elements share its group (order-preserving)."""
+    order, counts = group_by_owner(groups, num_groups)
+    group_start = exclusive_cumsum(counts)
+    pos = np.empty(len(groups), dtype=np.int64)
+    pos[order] = np.arange(len(groups), dtype=np.int64) - np.repeat(group_start, counts)
+    return pos
+
+
+def new_node_ids(parts: np.ndarray, base: np.ndarray) -> np.ndarray:
+    """New IDs of a block of nodes of one type, ascending by original ID within a partition.
+
+    `base[p]` is the new ID of this block's first node in partition p: the (p, type) range
+    start plus the nodes of that group held by lower ranks.
+    """
+    return base[parts] + rank_within_group(parts, len(base))

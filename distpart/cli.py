@@ -19,7 +19,7 @@ from .errors import DistpartError
 if TYPE_CHECKING:
     from mpi4py.MPI import Intracomm
 
-    from .graphbolt import GraphboltOptions
+    from .partitions.graphbolt import GraphboltOptions
 
 EXIT_USER_ERROR = 2
 
@@ -164,7 +164,7 @@ def output_format_options(sp: argparse.ArgumentParser) -> None:
 def _graphbolt(args: argparse.Namespace) -> "Optional[GraphboltOptions]":
     """The GraphboltOptions of --graphbolt, or None; the --store-* flags need --graphbolt."""
     from .errors import InputError
-    from .graphbolt import GraphboltOptions
+    from .partitions.graphbolt import GraphboltOptions
     stores = {k: getattr(args, k, False) for k in ("store_eids", "store_inner_node", "store_inner_edge")}
     if not getattr(args, "graphbolt", False):
         if any(stores.values()):
@@ -174,7 +174,7 @@ def _graphbolt(args: argparse.Namespace) -> "Optional[GraphboltOptions]":
 
 
 def _graph_formats(args: argparse.Namespace) -> Tuple[str, ...]:
-    from .dglformat import graph_formats
+    from .partitions.dglformat import graph_formats
     return graph_formats(getattr(args, "graph_formats", "coo").split(","))
 
 
@@ -205,12 +205,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.command in ("example", "hostfile", "chunk"):
         return _run_serial(args)
 
-    from .guards import return_freed_memory_to_the_os
+    from .run.guards import return_freed_memory_to_the_os
     return_freed_memory_to_the_os()
     from mpi4py import MPI
-    from .collective import StageLog, agreed
-    from .progress import Progress, rank_tag
-    from .world import banner, check_world, launcher_rank, library_name
+    from .mpi.collective import agreed
+    from .run.stages import StageLog
+    from .run.progress import Progress, rank_tag
+    from .mpi.world import banner, check_world, launcher_rank, library_name
 
     comm = MPI.COMM_WORLD
     rank, size = comm.Get_rank(), comm.Get_size()
@@ -230,7 +231,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             progress.say(banner(args.command, hosts, library, os.environ))
         _refuse_input_as_output(args)
         _graph_formats(args)  # an unknown format: refused before any folder is made
-        from .lock import folder_locks
+        from .run.lock import folder_locks
         with folder_locks(comm, _written_folders(args), f"distpart {args.command}", progress.say):
             _run(comm, args, StageLog(progress=progress))
     except DistpartError as e:
@@ -263,7 +264,7 @@ def _verify_dirs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> N
 
 def _open_progress(is_root: bool, args: argparse.Namespace):
     from .errors import InputError
-    from .progress import open_progress
+    from .run.progress import open_progress
     if not args.progress_every > 0:
         raise InputError(None, f"--progress-every must be positive, got {args.progress_every}")
     try:
@@ -318,7 +319,7 @@ def _run_serial(args: argparse.Namespace) -> int:
             from .synthetic import example_graph
             print(example_graph(args.out_dir, scale=args.scale, seed=args.seed))
         elif args.command == "chunk":
-            from .chunk import run_chunk
+            from .chunked.write import run_chunk
             print(run_chunk(args))
         else:
             from .launch import hostfile_text, read_ip_config
@@ -332,8 +333,9 @@ def _run_serial(args: argparse.Namespace) -> int:
 def _check_resources(comm: Intracomm, args: argparse.Namespace, meta, num_parts: Optional[int], progress) -> None:
     """Refuse before any work when the output cannot fit or dispatch would exceed
     --max-memory-gb (estimates from the metadata). Collective."""
-    from .collective import agreed
-    from .guards import check_memory, check_space, estimate_output_bytes, estimate_peak_rss, gib
+    from .mpi.collective import agreed
+    from .chunked.estimate import estimate_output_bytes, estimate_peak_rss
+    from .run.guards import check_memory, check_space, gib
     with agreed(comm):
         need = estimate_output_bytes(meta, num_parts or comm.Get_size(), _graph_formats(args))
         rss = estimate_peak_rss(meta, comm.Get_size())
@@ -348,8 +350,8 @@ def _check_resources(comm: Intracomm, args: argparse.Namespace, meta, num_parts:
 def _claim_output_folders(comm: Intracomm, args: argparse.Namespace, meta) -> None:
     """Refuse folders whose files distpart must not replace; clear a previous output with
     --overwrite; mark the folders as distpart's. Before the first write. Collective."""
-    from .collective import agreed
-    from .outdir import ASSIGNMENT, PARTITIONS, OutputFolder, claim, plan_removals
+    from .mpi.collective import agreed
+    from .run.outdir import ASSIGNMENT, PARTITIONS, OutputFolder, claim, plan_removals
 
     ntypes = meta.node_types
     reads: List[Path] = []
@@ -385,8 +387,8 @@ def _recorded_options(args: argparse.Namespace, assignment) -> dict:
 
 
 def _input_fingerprint(comm: Intracomm, meta) -> str:
-    from .collective import agreed
-    from .manifest import input_fingerprint
+    from .mpi.collective import agreed
+    from .partitions.manifest import input_fingerprint
     with agreed(comm):
         fingerprint = input_fingerprint(meta) if comm.Get_rank() == 0 else None
     return comm.bcast(fingerprint, root=0)
@@ -395,11 +397,11 @@ def _input_fingerprint(comm: Intracomm, meta) -> str:
 def _step1(comm: Intracomm, args: argparse.Namespace, meta, assign_dir: Path, key, max_bytes: int, log):
     """Compute and write the assignment, or with --resume read back the one a previous run
     completed with the same key. Collective."""
-    from .assignment import fingerprint, parmetis_assignment, random_assignment, read_assignment, write_assignment
-    from .balance import BalanceOptions
-    from .collective import agreed
+    from .assign.assignment import fingerprint, parmetis_assignment, random_assignment, read_assignment, write_assignment
+    from .assign.balance import BalanceOptions
+    from .mpi.collective import agreed
     from .errors import InputError
-    from .resume import RECORD, check_record, remove_record, write_record
+    from .run.resume import RECORD, check_record, remove_record, write_record
 
     if args.resume:
         with agreed(comm):
@@ -422,7 +424,7 @@ def _step1(comm: Intracomm, args: argparse.Namespace, meta, assign_dir: Path, ke
         if args.method == "random":
             assignment = random_assignment(comm, meta, args.num_parts, args.seed)
         elif args.method == "kaminpar":
-            from .kaminpar import kaminpar_assignment
+            from .assign.kaminpar import kaminpar_assignment
             balance = BalanceOptions(args.balance_ntypes, args.balance_edges,
                                      tuple(args.balance_feature), args.imbalance)
             assignment = kaminpar_assignment(comm, meta, args.num_parts, balance, args.seed, max_bytes,
@@ -441,15 +443,15 @@ def _step1(comm: Intracomm, args: argparse.Namespace, meta, assign_dir: Path, ke
 
 
 def _run(comm: Intracomm, args: argparse.Namespace, log) -> None:
-    from .assignment import fingerprint, read_assignment
-    from .report import report
-    from .resume import RunKey
-    from .collective import format_stage_table, write_json
+    from .assign.assignment import fingerprint, read_assignment
+    from .check.report import report
+    from .run.resume import RunKey
+    from .run.stages import format_stage_table, write_json
     from .errors import InputError
-    from .dispatch import dispatch
-    from .layout import check_layout
-    from .validate import validate
-    from .verify import verify
+    from .dispatch.dispatch import dispatch
+    from .partitions.layout import check_layout
+    from .chunked.validate import validate
+    from .check.verify import verify
 
     if not 1 <= args.max_message_mb <= 2047:
         raise InputError(None, f"--max-message-mb must be between 1 and 2047 (MPI counts are 32-bit), "
@@ -464,12 +466,12 @@ def _run(comm: Intracomm, args: argparse.Namespace, log) -> None:
         return
     graphbolt = _graphbolt(args)
     if graphbolt is not None:  # before any work: without DGL the run could not finish
-        from .collective import agreed
-        from .graphbolt import load_graphbolt
+        from .mpi.collective import agreed
+        from .partitions.graphbolt import load_graphbolt
         with agreed(comm):
             load_graphbolt()
     if args.command == "verify" and args.quick:
-        from .verify import verify_quick
+        from .check.verify import verify_quick
         with log.stage(comm, "verify"):
             summary = verify_quick(comm, args.out_dir)
         if comm.Get_rank() == 0:

@@ -1,4 +1,5 @@
-"""Where distpart writes: every output path is built here and must stay inside its root.
+"""Where distpart writes: the names of the output's files, and every path built from a name
+must stay inside its root.
 
 Type names come from the input's metadata.json, often a downloaded dataset. They are
 checked when the metadata is parsed (`metadata.check_name`); this is the second line: a
@@ -25,3 +26,17 @@ def file_in(root: "str | os.PathLike[str]", name: str, suffix: str = "") -> Path
     if path.resolve().parent != root.resolve():
         raise InputError(root, f"refusing to write {leaf!r}: it resolves outside the folder")
     return path
+
+
+# The partition config JSON at the top of an output folder (DGL's loader opens this file).
+CONFIG_FILE = "metadata.json"
+# The files of one partition folder, and the suffix they carry until the partition is complete.
+PART_FILES = ("graph.dgl", "node_feat.dgl", "edge_feat.dgl", "orig_nids.dgl", "orig_eids.dgl")
+STAGED_SUFFIX = ".partial"
+# With --graphbolt each partition also holds DGL's GraphBolt graph, named as DGL 2.1.0 names it.
+GRAPHBOLT_FILE = "fused_csc_sampling_graph.pt"
+
+
+def part_dir(out_dir: "str | os.PathLike[str]", p: int) -> Path:
+    """Partition p's folder, `out_dir/part<p>`, as DGL names it."""
+    return Path(out_dir) / f"part{p}"

@@ -215,7 +215,7 @@ def test_matrix(name, example_dir, tmp_path):
 def test_nan_and_inf_survive_bit_for_bit(example_dir, tmp_path):
     run, _, _, out = run_case("NaN/inf in a float feature (preserved)", example_dir, tmp_path)
     assert run.returncode == 0, run.output
-    from distpart.loader import load_orig_ids, load_partition
+    from distpart.partitions.loader import load_orig_ids, load_partition
     found = 0
     for p in range(2):
         feats = load_partition(out / "metadata.json", p)[1]["paper/feat"]

@@ -22,7 +22,7 @@ import pytest
 
 from conftest import distpart, mpi_env, run_bounded
 from distpart import load_orig_ids, load_partition
-from distpart.chunk import describe_graph, write_graph
+from distpart.chunked.write import describe_graph, write_graph
 from distpart.synthetic import read_whole_graph
 from reference import storable
 

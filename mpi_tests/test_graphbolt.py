@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import distpart, distpart_dgl, dgl_env, run_bounded
-from distpart.manifest import file_digest
+from distpart.partitions.manifest import file_digest
 from distpart.synthetic import homogeneous_graph
 
 REPO = Path(__file__).resolve().parent.parent

@@ -111,9 +111,9 @@ WRITER = textwrap.dedent("""
     import sys
     import numpy as np
     from mpi4py import MPI
-    from distpart.adjacency import build_csr
-    from distpart.metadata import load_metadata
-    from distpart.parhip import write_parhip
+    from distpart.assign.adjacency import build_csr
+    from distpart.chunked.metadata import load_metadata
+    from distpart.assign.parhip import write_parhip
 
     comm = MPI.COMM_WORLD
     csr = build_csr(comm, load_metadata(sys.argv[1]), 1 << 16)
@@ -176,7 +176,7 @@ def test_progress_lines_continue_while_kaminpar_runs(tmp_path):
 
 def test_memory_estimate_covers_measured_peaks_and_refuses_with_both_numbers():
     from distpart.errors import InputError
-    from distpart.kaminpar import check_memory, memory_estimate
+    from distpart.assign.kaminpar import check_memory, memory_estimate
     # Peak RSS measured for kaminpar 3.7.3 (default and eco presets, k = 4..256, 1-4 threads).
     for n, m, peak_mb in ((1_000_000, 18_938_802, 885), (4_000_000, 19_621_048, 678), (300_000, 23_975_208, 601)):
         assert memory_estimate(n, m, False) >= peak_mb << 20
@@ -193,14 +193,14 @@ def test_memory_estimate_covers_measured_peaks_and_refuses_with_both_numbers():
 def test_missing_package_names_the_install_command(monkeypatch):
     import importlib.util
     from distpart.errors import InputError
-    from distpart.kaminpar import kaminpar_installed
+    from distpart.assign.kaminpar import kaminpar_installed
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
     with pytest.raises(InputError, match=r"pip install 'distpart\[kaminpar\]'"):
         kaminpar_installed()
 
 
 def test_a_failing_kaminpar_is_a_clear_error(tmp_path):
-    from distpart.kaminpar import KaMinParError, run_kaminpar
+    from distpart.assign.kaminpar import KaMinParError, run_kaminpar
     bad = tmp_path / "bad.parhip"
     bad.write_bytes(b"not a graph")
     with pytest.raises(KaMinParError, match="KaMinPar failed"):
@@ -209,7 +209,7 @@ def test_a_failing_kaminpar_is_a_clear_error(tmp_path):
 
 def test_allowed_cpus_include_the_bound_ones():
     import os
-    from distpart.kaminpar import allowed_cpus
+    from distpart.assign.kaminpar import allowed_cpus
     before = os.sched_getaffinity(0)
     assert allowed_cpus() >= before
     assert os.sched_getaffinity(0) == before   # the binding is restored

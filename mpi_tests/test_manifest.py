@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from conftest import distpart
-from distpart.manifest import file_digest
+from distpart.partitions.manifest import file_digest
 
 
 @pytest.fixture(scope="module")

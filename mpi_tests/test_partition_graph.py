@@ -2,7 +2,7 @@
 
 Each call runs in its own process (as a user's script does: mpi4py's singleton world), with
 the conftest helpers' timeout. The output must pass `distpart verify` against the same graph
-chunked by `distpart.chunk`, load in real DGL, and the returned maps must restore the
+chunked by `distpart.chunked.write`, load in real DGL, and the returned maps must restore the
 original features; trainer IDs must follow DGL's rules.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pytest
 
 from conftest import distpart, mpi_command, mpi_env, run_bounded
 from distpart import load_partition
-from distpart.chunk import describe_graph, write_graph
+from distpart.chunked.write import describe_graph, write_graph
 from reference import storable
 from test_chunk_roundtrip import assert_restores, dgl_dump, restore_graph, shop_graph
 
@@ -238,7 +238,7 @@ def test_rerun_replaces_output_and_refuses_foreign_folder(tmp_path: Path) -> Non
 
 def test_graph_formats_as_dgl(tmp_path: Path) -> None:
     """graph_formats="csc" (DGL's argument): graph.dgl holds the CSC matrix only, same graph."""
-    from distpart.dglformat import read_graph
+    from distpart.partitions.dglformat import read_graph
     partition(tmp_path / "coo", "homo", num_parts=2, part_method="random")
     partition(tmp_path / "csc", "homo", num_parts=2, part_method="random", graph_formats="csc")
     for p in range(2):

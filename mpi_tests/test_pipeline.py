@@ -115,7 +115,7 @@ def test_three_ranks_six_partitions_match_one_rank(example_dir, tmp_path):
 def test_graph_formats_store_the_same_edges(pipeline_outputs, example_dir, tmp_path):
     """--graph-formats csc,csr (DGL dispatch's option): the same partitions, other matrices in
     graph.dgl; recorded in the manifest, so --resume with other formats is refused."""
-    from distpart.dglformat import read_graph
+    from distpart.partitions.dglformat import read_graph
 
     coo = pipeline_outputs[2]
     out = tmp_path / "out"

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from conftest import distpart
-from distpart.dglformat import read_graph, read_tensor_dict, write_graph, write_tensor_dict
+from distpart.partitions.dglformat import read_graph, read_tensor_dict, write_graph, write_tensor_dict
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""distpart.assignment, pure parts: the keyed permutation, random partitions, file helpers."""
+"""distpart.assign.assignment, pure parts: the keyed permutation, random partitions, file helpers."""
 from __future__ import annotations
 
 import io
@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from distpart.arrays import keyed_permutation
-from distpart.assignment import META_FILE, format_lines, random_parts, read_partition_meta
+from distpart.assign.assignment import META_FILE, format_lines, random_parts, read_partition_meta
 from distpart.errors import InputError
-from distpart.readers import block_bounds, read_csv_ints
+from distpart.chunked.readers import block_bounds, read_csv_ints
 
 SIZES = [0, 1, 2, 3, 5, 7, 13, 97, 101, 1009, 4, 8, 16, 64, 256, 1024, 4096, 4**7, 2**20 // 8,
          4**5 + 1, 10**5 + 3]

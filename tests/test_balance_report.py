@@ -4,10 +4,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from distpart.balance import BalanceOptions, usable_constraints, vertex_weights
+from distpart.assign.balance import BalanceOptions, usable_constraints, vertex_weights
 from distpart.errors import InputError
-from distpart.metadata import load_metadata
-from distpart.report import imbalance, summarize
+from distpart.chunked.metadata import load_metadata
+from distpart.check.report import imbalance, summarize
 from distpart.synthetic import example_graph, read_whole_graph
 
 

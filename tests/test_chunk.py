@@ -1,4 +1,4 @@
-"""Tests of distpart.chunk (no MPI): the chunked format written from an in-memory graph, from
+"""Tests of distpart.chunked.write (no MPI): the chunked format written from an in-memory graph, from
 OGB's raw layout and from large edge lists reads back, with the independent reference
 reader, as exactly the graph that went in; memory stays bounded by a batch."""
 from __future__ import annotations
@@ -15,10 +15,10 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
 
-from distpart.chunk import (chunk_edge_lists, chunk_ogb, chunk_sizes, describe_graph, write_graph)
+from distpart.chunked.write import (chunk_edge_lists, chunk_ogb, chunk_sizes, describe_graph, write_graph)
 from distpart.cli import main as cli_main
 from distpart.errors import InputError
-from distpart.metadata import load_metadata
+from distpart.chunked.metadata import load_metadata
 from distpart.synthetic import read_whole_graph
 
 REPO = Path(__file__).resolve().parents[1]
@@ -287,7 +287,7 @@ BOUNDED = r"""
 import sys, tracemalloc
 from pathlib import Path
 import pyarrow as pa
-from distpart.chunk import chunk_edge_lists
+from distpart.chunked.write import chunk_edge_lists
 d = Path(sys.argv[1])
 tracemalloc.start()
 chunk_edge_lists({"n:a:n": d / "e.csv", "n:b:n": d / "e.parquet"}, d / "out", num_nodes={"n": 10**6},

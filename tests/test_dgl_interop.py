@@ -22,7 +22,7 @@ from test_loader import NUM_PARTS, build_partitions, make_source_graph
 from test_partbook import random_config
 
 from distpart import load_orig_ids, load_partition, load_partition_book, load_partition_feats
-from distpart.partbook import PartitionBook
+from distpart.partitions.partbook import PartitionBook
 
 TESTS = Path(__file__).resolve().parent
 DGL_CHECK = TESTS / "dgl_check.py"

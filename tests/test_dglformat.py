@@ -1,4 +1,4 @@
-"""distpart.dglformat: byte layout, dtype rules, round trips, corrupt files, DGL fixtures."""
+"""distpart.partitions.dglformat: byte layout, dtype rules, round trips, corrupt files, DGL fixtures."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from distpart.dglformat import (
+from distpart.partitions.dglformat import (
     PartitionGraph,
     TensorDictWriter,
     graph_formats,

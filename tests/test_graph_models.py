@@ -5,7 +5,7 @@ import json
 
 import numpy as np
 
-from distpart.graph_models import relabel, rmat, rmat_pairs, torus
+from distpart.synthetic.graph_models import relabel, rmat, rmat_pairs, torus
 from distpart.synthetic import mesh_graph, read_whole_graph, rmat_graph
 
 

@@ -5,8 +5,9 @@ import os
 import pytest
 
 from distpart.errors import InputError, OutputError
-from distpart.guards import check_memory, check_space, estimate_output_bytes, estimate_peak_rss, gib, writing
-from distpart.metadata import load_metadata
+from distpart.chunked.estimate import estimate_output_bytes, estimate_peak_rss
+from distpart.run.guards import check_memory, check_space, gib, writing
+from distpart.chunked.metadata import load_metadata
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +51,7 @@ def test_writing_turns_disk_errors_into_output_errors(tmp_path):
 
 
 def test_freed_memory_goes_back_to_the_os(monkeypatch):
-    from distpart.guards import return_freed_memory_to_the_os
+    from distpart.run.guards import return_freed_memory_to_the_os
     assert return_freed_memory_to_the_os() is True  # glibc (Debian, the CI machine)
     monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", "65536")
     assert return_freed_memory_to_the_os() is False  # the user's setting wins

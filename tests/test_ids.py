@@ -1,4 +1,4 @@
-"""Tests of distpart.ids: the heterogeneous <-> homogeneous ID converter of DGL's guide 7.5."""
+"""Tests of distpart.chunked.ids: the heterogeneous <-> homogeneous ID converter of DGL's guide 7.5."""
 from __future__ import annotations
 
 import json
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import distpart
-from distpart.ids import IdConverter, IdRangeError
-from distpart.metadata import load_metadata
+from distpart.chunked.ids import IdConverter, IdRangeError
+from distpart.chunked.metadata import load_metadata
 from distpart.synthetic import example_graph
 
 NTYPES = ["author", "empty", "paper", "institution"]

@@ -1,4 +1,4 @@
-"""distpart.loader on a small hand-built 2-partition heterogeneous output.
+"""distpart.partitions.loader on a small hand-built 2-partition heterogeneous output.
 
 `build_partitions` writes that output with distpart's own writers, following
 shared/spec/dgl-partition-format.md; test_dgl_interop.py loads the same output in DGL.
@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 from distpart import load_orig_ids, load_partition, load_partition_book, load_partition_feats
-from distpart.dglformat import write_graph, write_tensor_dict
+from distpart.partitions.dglformat import write_graph, write_tensor_dict
 from distpart.errors import OutputError
-from distpart.partbook import ranges_from_counts
+from distpart.partitions.partbook import ranges_from_counts
 
 NUM_PARTS = 2
 NTYPES = ["author", "paper", "venue"]
@@ -304,7 +304,7 @@ def test_bad_configs(config: Path) -> None:
 
 def test_import_pulls_in_no_heavy_modules() -> None:
     code = (
-        "import sys, distpart, distpart.loader\n"
+        "import sys, distpart, distpart.partitions.loader\n"
         "distpart.load_partition\n"
         "bad = {'torch', 'mpi4py', 'pyarrow'} & set(sys.modules)\n"
         "assert not bad, bad\n"

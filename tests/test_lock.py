@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from distpart.errors import InputError
-from distpart.lock import LOCK_NAME, FolderLock, Holder, current_holder, is_stale, read_holder
+from distpart.run.lock import LOCK_NAME, FolderLock, Holder, current_holder, is_stale, read_holder
 
 
 def dead_pid() -> int:

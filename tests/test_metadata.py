@@ -1,4 +1,4 @@
-"""distpart.metadata: parsing DGL's chunked metadata.json and every structural error it reports."""
+"""distpart.chunked.metadata: parsing DGL's chunked metadata.json and every structural error it reports."""
 from __future__ import annotations
 
 import copy
@@ -9,7 +9,7 @@ from typing import Any, Callable, Dict
 import pytest
 
 from distpart.errors import InputError
-from distpart.metadata import ChunkFiles, EdgeType, GraphMeta, load_metadata, parse_metadata
+from distpart.chunked.metadata import ChunkFiles, EdgeType, GraphMeta, load_metadata, parse_metadata
 
 WRITES = "author:writes:paper"
 CITES = "paper:cites:paper"
@@ -449,7 +449,7 @@ def _named(node_types, etype, feat="feat"):
     (["a"], "a:r:a", "", "feature name must not be empty"),
 ])
 def test_unsafe_names_are_refused_naming_the_key(tmp_path, node_types, etype, feat, problem):
-    from distpart.metadata import parse_metadata
+    from distpart.chunked.metadata import parse_metadata
     with pytest.raises(InputError) as e:
         parse_metadata(_named(node_types, etype, feat), tmp_path / "metadata.json")
     assert problem in str(e.value)
@@ -457,7 +457,7 @@ def test_unsafe_names_are_refused_naming_the_key(tmp_path, node_types, etype, fe
 
 
 def test_ordinary_names_pass(tmp_path):
-    from distpart.metadata import parse_metadata
+    from distpart.chunked.metadata import parse_metadata
     meta = parse_metadata(_named(["paper-v2", "author.x"], "paper-v2:writes_to:author.x", "feat.0"),
                           tmp_path / "metadata.json")
     assert meta.node_types == ("paper-v2", "author.x")

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from distpart.ordering import NUM_BUCKETS, degree_group, hubs_first_ids
-from distpart.readers import block_bounds
+from distpart.assign.ordering import NUM_BUCKETS, degree_group, hubs_first_ids
+from distpart.chunked.readers import block_bounds
 
 
 def test_degree_groups_put_hubs_first():
@@ -32,7 +32,7 @@ def test_numbering_is_a_permutation_that_does_not_depend_on_the_ranks(nranks):
 
 @pytest.mark.parametrize("nranks", [1, 2, 3, 5])
 def test_row_blocks_balance_the_load_and_agree_with_a_serial_computation(nranks):
-    from distpart.ordering import boundary_candidates, load_before
+    from distpart.assign.ordering import boundary_candidates, load_before
     rng = np.random.default_rng(10 + nranks)
     degree = (rng.pareto(1.0, 3000) * 2).astype(np.int64)
     degree[17] = 40_000                      # one hub heavier than a rank's share

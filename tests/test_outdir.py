@@ -4,7 +4,7 @@ import json
 import pytest
 
 from distpart.errors import InputError
-from distpart.outdir import ASSIGNMENT, MARKER, PARTITIONS, OutputFolder, claim, plan_removals
+from distpart.run.outdir import ASSIGNMENT, MARKER, PARTITIONS, OutputFolder, claim, plan_removals
 
 
 @pytest.fixture

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from distpart.adjacency import DistributedCSR
-from distpart.parhip import HEADER_BYTES, ParhipLayout, choose_widths, version_word, write_parhip
+from distpart.assign.adjacency import DistributedCSR
+from distpart.assign.parhip import HEADER_BYTES, ParhipLayout, choose_widths, version_word, write_parhip
 
 kaminpar = pytest.importorskip("kaminpar", reason="pip install 'distpart[kaminpar]'")
 

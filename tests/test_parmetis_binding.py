@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from distpart import parmetis
-from distpart.parmetis import ParMetisError, ParMetisLibrary
+from distpart.assign import parmetis
+from distpart.assign.parmetis import ParMetisError, ParMetisLibrary
 
 
 def test_missing_explicit_library(tmp_path):

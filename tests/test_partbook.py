@@ -1,4 +1,4 @@
-"""distpart.partbook: node_map construction, config validation, brute-force mappings."""
+"""distpart.partitions.partbook: node_map construction, config validation, brute-force mappings."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from distpart.errors import OutputError
-from distpart.partbook import PartitionBook, ranges_from_counts
+from distpart.partitions.partbook import PartitionBook, ranges_from_counts
 
 
 def test_ranges_from_counts_spec_example() -> None:

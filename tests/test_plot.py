@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from distpart.errors import InputError
-from distpart.report import summarize
+from distpart.check.report import summarize
 
 plt_image = pytest.importorskip("matplotlib.image")
 
@@ -19,7 +19,7 @@ def _report():
 
 
 def test_plot_is_a_png_with_four_panels(tmp_path):
-    from distpart.plot import plot_report
+    from distpart.check.plot import plot_report
     path = tmp_path / "r.png"
     plot_report(_report(), ["a", "b"], ["a:r:b", "b:s:a"], path)
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -29,7 +29,7 @@ def test_plot_is_a_png_with_four_panels(tmp_path):
 
 
 def test_missing_matplotlib_is_a_clear_error(tmp_path, monkeypatch):
-    from distpart import plot
+    from distpart.check import plot
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import fails
     with pytest.raises(InputError, match=r"pip install 'distpart\[plot\]'"):
         plot.plot_report(_report(), ["a", "b"], ["a:r:b", "b:s:a"], tmp_path / "r.png")
@@ -37,6 +37,6 @@ def test_missing_matplotlib_is_a_clear_error(tmp_path, monkeypatch):
 
 
 def test_unwritable_plot_path(tmp_path):
-    from distpart.plot import plot_report
+    from distpart.check.plot import plot_report
     with pytest.raises(InputError, match="cannot write the plot"):
         plot_report(_report(), ["a", "b"], ["a:r:b", "b:s:a"], tmp_path / "no" / "such" / "r.png")

@@ -3,7 +3,7 @@ import io
 
 import pytest
 
-from distpart.progress import (Progress, TaskState, eta_seconds, format_count, format_duration,
+from distpart.run.progress import (Progress, TaskState, eta_seconds, format_count, format_duration,
                                format_status, rank_tag)
 
 

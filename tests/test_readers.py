@@ -1,4 +1,4 @@
-"""distpart.readers: block cutting, byte-range CSV reading, edge pieces and feature sources."""
+"""distpart.chunked.readers: block cutting, byte-range CSV reading, edge pieces and feature sources."""
 from __future__ import annotations
 
 import json
@@ -12,14 +12,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import distpart.readers as readers
-import distpart.readers.csv as readers_csv
-import distpart.readers.features as readers_features
-import distpart.readers.opening as opening
-import distpart.readers.parquet as readers_parquet
+import distpart.chunked.readers as readers
+import distpart.chunked.readers.csv as readers_csv
+import distpart.chunked.readers.features as readers_features
+import distpart.chunked.readers.opening as opening
+import distpart.chunked.readers.parquet as readers_parquet
 from distpart.errors import InputError
-from distpart.metadata import ChunkFiles, FileFormat, parse_metadata
-from distpart.readers import (
+from distpart.chunked.metadata import ChunkFiles, FileFormat, parse_metadata
+from distpart.chunked.readers import (
     FeatureSource,
     Piece,
     block_bounds,

@@ -1,4 +1,4 @@
-"""distpart.relabel and the pure helpers of distpart.exchange, against brute-force Python."""
+"""The pure ID helpers (distpart.arrays, dispatch.relabel, partbook, exchange.concat_ranges), against brute-force Python."""
 from __future__ import annotations
 
 from typing import List
@@ -6,16 +6,10 @@ from typing import List
 import numpy as np
 import pytest
 
-from distpart.arrays import exclusive_cumsum
-from distpart.exchange import concat_ranges, group_by_owner
-from distpart.relabel import (
-    local_graph,
-    new_node_ids,
-    range_starts,
-    rank_within_group,
-    sorted_unique,
-    type_of,
-)
+from distpart.arrays import exclusive_cumsum, group_by_owner, new_node_ids, rank_within_group, sorted_unique
+from distpart.dispatch.relabel import local_graph
+from distpart.mpi.exchange import concat_ranges
+from distpart.partitions.partbook import range_starts, type_of
 
 SEEDS = range(25)
 
@@ -258,7 +252,7 @@ def test_local_graph_no_edges() -> None:
 def test_by_partition_is_a_stable_grouping(nparts: int) -> None:
     """One counting sort gives each own partition's rows in arrival order, as a scan per
     partition did (issue 11 item 7: that scan cost O(P/R x N))."""
-    from distpart.relabel import by_partition, node_groups
+    from distpart.dispatch.relabel import by_partition, node_groups
     rng = np.random.default_rng(nparts)
     part = rng.integers(0, nparts, 10_000)
     groups = by_partition(part, nparts)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from distpart.errors import InputError
-from distpart.resume import (RECORD, RunKey, assignment_digest, assignment_fingerprint, check_record,
+from distpart.run.resume import (RECORD, RunKey, assignment_digest, assignment_fingerprint, check_record,
                              differences, read_record, remove_record, write_record)
 
 KEY = RunKey("abc", {"seed": 0, "num_parts": 4}, "4:00ff")

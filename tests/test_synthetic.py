@@ -14,19 +14,19 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
 
+from distpart.chunked.write import chunk_sizes
 from distpart.synthetic import (
     EdgeTypeSpec,
     FeatureSpec,
     NodeTypeSpec,
-    chunk_sizes,
     example_graph,
     example_graph_specs,
     feature_values,
     homogeneous_graph,
-    main,
     read_whole_graph,
     write_chunked_graph,
 )
+from distpart.synthetic.__main__ import main
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 

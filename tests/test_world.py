@@ -2,7 +2,7 @@
 import pytest
 
 from distpart.errors import InputError
-from distpart.world import banner, check_world, host_summary, launcher_size, library_name
+from distpart.mpi.world import banner, check_world, host_summary, launcher_size, library_name
 
 
 @pytest.mark.parametrize("env, expected", [
@@ -47,7 +47,7 @@ def test_library_name_and_banner():
 
 
 def test_launcher_rank():
-    from distpart.world import launcher_rank
+    from distpart.mpi.world import launcher_rank
     assert launcher_rank({}) is None
     assert launcher_rank({"PMI_RANK": "3"}) == 3
     assert launcher_rank({"OMPI_COMM_WORLD_RANK": "0", "SLURM_PROCID": "5"}) == 0

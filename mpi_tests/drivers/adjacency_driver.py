@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 from mpi4py import MPI
 
-from distpart.adjacency import build_csr, piece_rows, type_offsets
-from distpart.metadata import load_metadata
+from distpart.assign.adjacency import build_csr, piece_rows, type_offsets
+from distpart.chunked.metadata import load_metadata
 from distpart.synthetic import example_graph, read_whole_graph
 from outcome import finish  # noqa: E402 (this folder is on sys.path)
 

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 from mpi4py import MPI
 
-from distpart.exchange import exchange, lookup
+from distpart.mpi.exchange import exchange, lookup
 
 comm = MPI.COMM_WORLD
 rank, size = comm.Get_rank(), comm.Get_size()
@@ -78,7 +78,7 @@ for max_bytes in (64, 1000, 4096):
 
 # Ranks sending different dtypes in one column get the same clear error, never a truncation.
 if size > 1:
-    from distpart.exchange import ColumnMismatch
+    from distpart.mpi.exchange import ColumnMismatch
     col = np.zeros(10, dtype=np.float32 if rank == 0 else np.float64)
     try:
         exchange(comm, np.full(10, (rank + 1) % size), [col])

@@ -8,7 +8,7 @@ vertex on the first rank(s) and the rest empty (which ParMETIS itself rejects) s
 import numpy as np
 from mpi4py import MPI
 
-from distpart import parmetis
+from distpart.assign import parmetis
 from outcome import finish  # noqa: E402 (this folder is on sys.path)
 
 comm = MPI.COMM_WORLD

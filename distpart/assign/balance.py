@@ -1,0 +1,98 @@
+"""What ParMETIS balances: one vertex-weight column per balance constraint.
+
+Mirrors DGL's `partition_graph` options. Without options every vertex weighs 1 (balance
+node counts). `ntypes` gives one 0/1 column per node type, so each type is spread evenly.
+`edges` adds each vertex's input in-degree, the number of edges its partition keeps. Each
+`ntype/feat` adds a 0/1 node feature (such as a train mask) as its own column, so e.g.
+training nodes are spread evenly too.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import List, Tuple
+
+import numpy as np
+
+from ..errors import InputError
+from ..chunked.metadata import GraphMeta
+from ..chunked.readers import FeatureSource
+
+
+@dataclass(frozen=True)
+class BalanceOptions:
+    ntypes: bool = False
+    edges: bool = False
+    features: Tuple[str, ...] = ()
+    imbalance: float = 1.05
+
+
+def check_options(meta: GraphMeta, opts: BalanceOptions) -> None:
+    """Reject unknown or unusable balance features before any work."""
+    if opts.imbalance <= 1.0:
+        raise InputError(None, f"--imbalance must be greater than 1.0 (e.g. 1.05), got {opts.imbalance}")
+    for spec in opts.features:
+        ntype, _, feat = spec.partition("/")
+        if feat not in meta.node_features(ntype):
+            raise InputError(None, f"--balance-feature {spec}: no node feature '{feat}' of node type '{ntype}'")
+        source = FeatureSource(meta.node_features(ntype)[feat])
+        if int(np.prod(source.tail_shape, dtype=np.int64)) != 1:
+            raise InputError(source.files.where, f"--balance-feature {spec}: must be one value per node "
+                                                 f"(a 0/1 mask), found rows of shape {source.tail_shape}")
+
+
+def usable_constraints(totals: np.ndarray, names: List[str], num_parts: int,
+                       imbalance: float) -> Tuple[np.ndarray, List[str]]:
+    """(mask of columns to keep, a note for each dropped one).
+
+    A column nobody carries (an empty type, an all-zero mask) divides by zero inside
+    ParMETIS. A 0/1 column of total W cannot be balanced better than ceil(W/P) / (W/P); if
+    that exceeds the allowed imbalance, ParMETIS gives up on the whole partitioning (seen:
+    an empty partition), so the column is dropped instead.
+    """
+    keep = np.ones(len(names), dtype=bool)
+    notes = []
+    for i, (name, total) in enumerate(zip(names, totals)):
+        if total == 0:
+            keep[i] = False
+            notes.append(f"{name}: no weight at all, not balanced")
+        elif name != "edges" and name != "nodes":
+            best = -(-int(total) // num_parts) / (total / num_parts)
+            if best > imbalance:
+                keep[i] = False
+                notes.append(f"{name}: {int(total)} nodes cannot be spread over {num_parts} partitions "
+                             f"within imbalance {imbalance} (best {best:.2f}), not balanced")
+    return keep, notes
+
+
+def vertex_weights(meta: GraphMeta, opts: BalanceOptions, offsets: np.ndarray, lo: int, hi: int,
+                   in_degree: np.ndarray) -> Tuple[np.ndarray, List[str]]:
+    """(weights of homogeneous vertices [lo, hi), shape (hi - lo, ncon), int64; column names)."""
+    n = hi - lo
+    ids = np.arange(lo, hi, dtype=np.int64)
+    types = np.searchsorted(offsets, ids, side="right") - 1
+    columns: List[np.ndarray] = []
+    names: List[str] = []
+    if opts.ntypes:
+        for t, ntype in enumerate(meta.node_types):
+            columns.append((types == t).astype(np.int64))
+            names.append(f"ntype:{ntype}")
+    else:
+        columns.append(np.ones(n, dtype=np.int64))
+        names.append("nodes")
+    if opts.edges:
+        columns.append(np.asarray(in_degree, dtype=np.int64))
+        names.append("edges")
+    for spec in opts.features:
+        ntype, _, feat = spec.partition("/")
+        t = meta.ntype_id(ntype)
+        a, b = max(lo, int(offsets[t])), min(hi, int(offsets[t + 1]))
+        col = np.zeros(n, dtype=np.int64)
+        if a < b:
+            files = meta.node_features(ntype)[feat]
+            values = FeatureSource(files).read(a - int(offsets[t]), b - int(offsets[t])).reshape(-1)
+            if not np.isin(values, (0, 1)).all():
+                raise InputError(files.where, f"--balance-feature {spec}: values must be 0 or 1")
+            col[a - lo:b - lo] = values.astype(np.int64)
+        columns.append(col)
+        names.append(f"feature:{spec}")
+    return np.stack(columns, axis=1), names

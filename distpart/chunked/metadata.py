@@ -1,0 +1,288 @@
+"""The input graph's schema: parsing and structural checks of DGL's chunked `metadata.json`.
+
+This module owns the in-memory description of a chunked graph (types, counts, chunk files
+and their formats). It reads only the JSON, never a data file, so every rank can parse it
+redundantly and cheaply; checks that need file contents live in `readers` and `validate`.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+from ..errors import DistpartError, InputError
+
+EDGE_FORMATS = ("csv", "numpy", "parquet")
+FEATURE_FORMATS = ("numpy", "parquet", "csv", "hdf5")
+
+
+def name_problem(name: str, kind: str) -> Optional[str]:
+    """Why `name` cannot be a node type, relation or feature name, or None if it can.
+
+    Node type names become file names (`<ntype>.txt`) and every name becomes part of a DGL
+    key (`ntype/feat`, `src:rel:dst/feat`) that DGL splits on '/' and ':'.
+    """
+    if not name:
+        return f"{kind} name must not be empty"
+    if "\0" in name:
+        return f"{kind} name {name!r} must not contain a NUL character"
+    if "/" in name or "\\" in name:
+        return f"{kind} name {name!r} must not contain '/' or '\\' (DGL keys are 'type/feature')"
+    if name in (".", ".."):
+        return f"{kind} name {name!r} is not allowed (it is used as a file name)"
+    if kind in ("node type", "relation") and ":" in name:
+        return f"{kind} name {name!r} must not contain ':' (edge types are 'src:rel:dst')"
+    return None
+
+
+@dataclass(frozen=True)
+class FileFormat:
+    """How the files of one chunk list are encoded (the `format` object of a ChunkFileSpec)."""
+
+    name: str
+    delimiter: str = " "
+    dataset: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class ChunkFiles:
+    """An ordered list of chunk files sharing one format; rows concatenate in list order."""
+
+    fmt: FileFormat
+    paths: Tuple[Path, ...]
+    where: str  # the metadata key it came from, for error messages
+
+
+@dataclass(frozen=True)
+class EdgeType:
+    """A canonical edge type `src:rel:dst` with its per-chunk counts and edge files."""
+
+    name: str
+    src: str
+    rel: str
+    dst: str
+    chunk_counts: Tuple[int, ...]
+    files: ChunkFiles
+
+    @property
+    def count(self) -> int:
+        return sum(self.chunk_counts)
+
+
+@dataclass(frozen=True)
+class GraphMeta:
+    """Everything metadata.json says about a chunked graph, validated for consistency."""
+
+    path: Path
+    graph_name: str
+    node_types: Tuple[str, ...]
+    node_chunk_counts: Tuple[Tuple[int, ...], ...]
+    edge_types: Tuple[EdgeType, ...]
+    node_data: Mapping[str, Mapping[str, ChunkFiles]]
+    edge_data: Mapping[str, Mapping[str, ChunkFiles]]
+
+    @property
+    def root(self) -> Path:
+        return self.path.parent
+
+    def num_nodes(self, ntype: str) -> int:
+        return sum(self.node_chunk_counts[self.ntype_id(ntype)])
+
+    @property
+    def node_counts(self) -> List[int]:
+        return [sum(c) for c in self.node_chunk_counts]
+
+    @property
+    def edge_counts(self) -> List[int]:
+        return [e.count for e in self.edge_types]
+
+    def ntype_id(self, ntype: str) -> int:
+        return self.node_types.index(ntype)
+
+    def etype(self, name: str) -> EdgeType:
+        for e in self.edge_types:
+            if e.name == name:
+                return e
+        raise KeyError(name)
+
+    def node_features(self, ntype: str) -> Mapping[str, ChunkFiles]:
+        return self.node_data.get(ntype, {})
+
+    def edge_features(self, etype: str) -> Mapping[str, ChunkFiles]:
+        return self.edge_data.get(etype, {})
+
+    def files_outside_root(self) -> List[Path]:
+        """Data files that do not lie under metadata.json's folder (allowed; worth a note,
+        since every rank must see them too)."""
+        root = self.root.resolve()
+        return [p for _, p in self.all_files() if root not in Path(p).resolve().parents]
+
+    def all_files(self) -> List[Tuple[str, Path]]:
+        """Every data file named by the metadata, with the key that names it."""
+        out: List[Tuple[str, Path]] = [(e.files.where, p) for e in self.edge_types for p in e.files.paths]
+        for group in (self.node_data, self.edge_data):
+            for feats in group.values():
+                out.extend((cf.where, p) for cf in feats.values() for p in cf.paths)
+        return out
+
+
+def read_json(path: Path, error: "type[DistpartError]" = InputError) -> Any:
+    """Decode a JSON file; `error(path, problem)` for a missing, unreadable or malformed file.
+
+    Every JSON distpart reads (metadata.json, partition_meta.json, the partition config)
+    goes through here, so all report problems the same way.
+    """
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise error(path, "file does not exist") from None
+    except UnicodeDecodeError as e:
+        raise error(path, f"not UTF-8 text (byte {e.start}): not a JSON file?") from None
+    except OSError as e:
+        raise error(path, f"cannot read: {e.strerror}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise error(path, f"malformed JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+
+
+def load_metadata(path: "str | os.PathLike[str]") -> GraphMeta:
+    """Read and check metadata.json (or a folder holding it). Raises InputError naming the key."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / "metadata.json"
+    return parse_metadata(read_json(p), p)
+
+
+def parse_metadata(raw: Any, path: Path) -> GraphMeta:
+    """Check the decoded JSON object `raw` read from `path` and build a GraphMeta."""
+    ctx = _Ctx(path)
+    if not isinstance(raw, dict):
+        ctx.fail("", "top level must be a JSON object")
+    graph_name = ctx.typed(raw, "graph_name", str)
+    node_types = tuple(ctx.str_list(raw, "node_type"))
+    if not node_types:
+        ctx.fail("node_type", "must name at least one node type")
+    for ntype in node_types:
+        ctx.name(ntype, "node type", "node_type")
+    if len(set(node_types)) != len(node_types):
+        ctx.fail("node_type", "node type names must be unique")
+    node_chunks = ctx.count_lists(raw, "num_nodes_per_chunk", node_types)
+
+    etype_names = ctx.str_list(raw, "edge_type") if "edge_type" in raw else []
+    if len(set(etype_names)) != len(etype_names):
+        ctx.fail("edge_type", "edge type names must be unique")
+    edge_chunks = ctx.count_lists(raw, "num_edges_per_chunk", etype_names) if etype_names else []
+    edges_raw = ctx.typed(raw, "edges", dict) if etype_names else raw.get("edges", {})
+    if not isinstance(edges_raw, dict):
+        ctx.fail("edges", f"must be an object, found {type(edges_raw).__name__}")
+    edge_types = []
+    for name, counts in zip(etype_names, edge_chunks):
+        parts = name.split(":")
+        if len(parts) != 3 or not all(parts):
+            ctx.fail("edge_type", f"'{name}' is not a canonical 'src:rel:dst' edge type")
+        ctx.name(parts[1], "relation", "edge_type")
+        for end in (parts[0], parts[2]):
+            if end not in node_types:
+                ctx.fail("edge_type", f"'{name}' names unknown node type '{end}'")
+        if name not in edges_raw:
+            ctx.fail("edges", f"no entry for edge type '{name}'")
+        files = ctx.chunk_files(edges_raw[name], f"edges.{name}", EDGE_FORMATS)
+        if len(files.paths) != len(counts):
+            ctx.fail(f"edges.{name}.data", f"{len(files.paths)} files but num_edges_per_chunk has "
+                     f"{len(counts)} entries for this type")
+        edge_types.append(EdgeType(name, parts[0], parts[1], parts[2], tuple(counts), files))
+    for name in edges_raw:
+        if name not in etype_names:
+            ctx.fail("edges", f"'{name}' is not listed in edge_type")
+
+    node_data = ctx.feature_groups(raw, "node_data", node_types)
+    edge_data = ctx.feature_groups(raw, "edge_data", etype_names)
+    return GraphMeta(path, graph_name, node_types, tuple(tuple(c) for c in node_chunks),
+                     tuple(edge_types), node_data, edge_data)
+
+
+class _Ctx:
+    """Error-raising accessors that know which file and key they are reading."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def fail(self, key: str, problem: str) -> None:
+        where = f"{self.path}: {key}" if key else str(self.path)
+        raise InputError(where, problem)
+
+    def name(self, name: str, kind: str, key: str) -> None:
+        problem = name_problem(name, kind)
+        if problem:
+            self.fail(key, problem)
+
+    def typed(self, obj: Mapping[str, Any], key: str, kind: type) -> Any:
+        if key not in obj:
+            self.fail(key, "missing key")
+        val = obj[key]
+        if not isinstance(val, kind):
+            self.fail(key, f"must be a {kind.__name__}, found {type(val).__name__}")
+        return val
+
+    def str_list(self, obj: Mapping[str, Any], key: str) -> List[str]:
+        val = self.typed(obj, key, list)
+        if not all(isinstance(v, str) for v in val):
+            self.fail(key, "must be a list of strings")
+        return val
+
+    def count_lists(self, obj: Mapping[str, Any], key: str, names: List[str]) -> List[List[int]]:
+        val = self.typed(obj, key, list)
+        if len(val) != len(names):
+            self.fail(key, f"has {len(val)} lists but there are {len(names)} types")
+        for name, counts in zip(names, val):
+            if not isinstance(counts, list) or not all(
+                    isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in counts):
+                self.fail(key, f"entry for '{name}' must be a list of non-negative integers")
+        return val
+
+    def chunk_files(self, spec: Any, key: str, formats: Tuple[str, ...]) -> ChunkFiles:
+        if not isinstance(spec, dict):
+            self.fail(key, "must be an object with 'format' and 'data'")
+        fmt_raw = spec.get("format")
+        if not isinstance(fmt_raw, dict):
+            self.fail(f"{key}.format", "missing key" if fmt_raw is None else "must be an object")
+        name = fmt_raw.get("name")
+        if name not in formats:
+            self.fail(f"{key}.format.name", f"unknown format {name!r}; expected one of {', '.join(formats)}")
+        # Without a delimiter, DGL reads CSV edges with a space and CSV features with a comma
+        # (its array_readwriter's CSV parser, which reads features, defaults to ',').
+        delimiter = fmt_raw.get("delimiter", "," if formats == FEATURE_FORMATS else " ")
+        if name == "csv" and (not isinstance(delimiter, str) or len(delimiter) != 1):
+            self.fail(f"{key}.format.delimiter", "must be a single character")
+        dataset = fmt_raw.get("dataset")
+        if name == "hdf5" and not isinstance(dataset, str):
+            self.fail(f"{key}.format.dataset", "hdf5 format needs the dataset name as a string")
+        if "data" not in spec:
+            self.fail(f"{key}.data", "missing key")
+        data = spec["data"]
+        if not isinstance(data, list) or not all(isinstance(d, str) for d in data):
+            self.fail(f"{key}.data", "must be a list of file paths")
+        paths = tuple(Path(d) if os.path.isabs(d) else self.path.parent / d for d in data)
+        return ChunkFiles(FileFormat(name, delimiter, dataset), paths, f"{self.path}: {key}")
+
+    def feature_groups(self, raw: Mapping[str, Any], key: str,
+                       owners: List[str]) -> Dict[str, Dict[str, ChunkFiles]]:
+        groups = raw.get(key, {})
+        if groups is None:
+            return {}
+        if not isinstance(groups, dict):
+            self.fail(key, "must be an object")
+        out: Dict[str, Dict[str, ChunkFiles]] = {}
+        for owner, feats in groups.items():
+            if owner not in owners:
+                self.fail(key, f"'{owner}' is not a declared type")
+            if not isinstance(feats, dict):
+                self.fail(f"{key}.{owner}", "must be an object of features")
+            out[owner] = {}
+            for fname, spec in feats.items():
+                self.name(fname, "feature", f"{key}.{owner}")
+                out[owner][fname] = self.chunk_files(spec, f"{key}.{owner}.{fname}", FEATURE_FORMATS)
+        return out

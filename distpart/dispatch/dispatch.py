@@ -1,0 +1,499 @@
+"""Step 2: move nodes, edges and features to the ranks that own their partitions, and write them.
+
+Partition p is built by rank p // (P / R). The flow, every array exchange buffer-based:
+1. new node IDs are computed where the assignment block lives (a histogram, an allreduce
+   and a prefix sum; no node moves to be numbered);
+2. orig node IDs and node features go to the partition owner, batch by batch, tagged with
+   their new IDs so the receiver writes each row straight into place;
+3. each edge block looks up the new IDs of its endpoints from the ranks holding those
+   nodes' assignment (`exchange.lookup`), then goes to the owner of its destination;
+4. edge features follow the same route, tagged with (partition, original edge ID);
+5. each owner builds its local graph with halo nodes and writes the partition files;
+   rank 0 writes metadata.json last, so its presence means the output is complete.
+
+Each partition is moved into place with a completion record as soon as it is written; a
+resumed run (`resume=True`) keeps the partitions whose record matches and sends only the
+rows of the others (see `resume`).
+
+With `graphbolt` (GraphboltOptions), each owner also writes the partition's GraphBolt graph
+(`fused_csc_sampling_graph.pt`, see `graphbolt`), staged, published and recorded with the
+other files, and the config gains DGL's `part_graph_graphbolt` keys.
+"""
+from __future__ import annotations
+
+import json
+import os
+from contextlib import ExitStack
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+from mpi4py import MPI
+
+from ..assign.assignment import Assignment
+from ..chunked.blocks import read_edge_block
+from ..mpi.collective import agreed
+from ..run.stages import StageLog
+from ..partitions.dglformat import TensorDictWriter, to_storable, write_graph, write_tensor_dict
+from ..errors import InputError
+from ..run.guards import writing
+from ..mpi.exchange import DEFAULT_MAX_BYTES, allreduce_sum, exchange, exscan_sum, lookup
+from ..chunked.metadata import GraphMeta
+from ..partitions.layout import PartitionLayout, check_layout, partition_config
+from ..paths import CONFIG_FILE, GRAPHBOLT_FILE, PART_FILES, STAGED_SUFFIX, part_dir
+from ..run.faults import pause_point
+from ..partitions.manifest import MANIFEST_FILE, build_manifest, check_files, file_entry, write_manifest
+from ..run.progress import Progress
+from ..chunked.readers import FeatureSource
+from ..arrays import new_node_ids
+from ..partitions.partbook import range_starts, type_of
+from .relabel import by_partition, local_graph, node_groups
+from ..run.resume import RunKey, check_record, remove_record, write_record
+
+if TYPE_CHECKING:
+    from mpi4py.MPI import Intracomm
+
+    from ..partitions.graphbolt import GraphboltOptions
+
+FileEntry = Tuple[str, Dict[str, Any]]
+
+@dataclass
+class _Edges:
+    """Edges of one (partition, edge type), sorted by original edge ID; endpoints as new IDs."""
+
+    orig: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+
+
+@dataclass
+class _State:
+    """What a rank keeps between the stages of one dispatch."""
+
+    node_counts: np.ndarray                    # (P, T), global
+    node_starts: np.ndarray                    # (P, T) first new ID of each group
+    new_ids: Dict[str, np.ndarray]             # aligned with this rank's assignment block
+    edges: Dict[int, List[_Edges]] = field(default_factory=dict)   # own partition -> per etype
+    edge_route: List[Tuple[int, np.ndarray]] = field(default_factory=list)  # (first edge ID, partition per edge)
+    edge_counts: Optional[np.ndarray] = None   # (P, E), global
+    todo: Optional[np.ndarray] = None          # (P,) bool: partitions this run builds
+
+    def rows_to_build(self, parts: np.ndarray) -> "slice | np.ndarray":
+        """Index of the rows (with these partitions) that go to a partition being built: all
+        of them, as a slice that copies nothing, unless a resumed run reuses partitions."""
+        if self.todo is None or self.todo.all():
+            return slice(None)
+        return np.flatnonzero(self.todo[parts])
+
+    def building(self, parts: range) -> List[int]:
+        return [p for p in parts if self.todo is None or self.todo[p]]
+
+
+def dispatch(comm: Intracomm, meta: GraphMeta, assignment: Assignment, out_dir: Path, *, key: RunKey,
+             max_bytes: int = DEFAULT_MAX_BYTES, log: Optional[StageLog] = None,
+             resume: bool = False, graphbolt: Optional[GraphboltOptions] = None,
+             graph_formats: Sequence[str] = ("coo",)) -> dict:
+    """Build and write every partition; returns the partition config (all ranks). Collective.
+
+    `key` (input fingerprint, options, assignment fingerprint) goes into the manifest and the
+    partitions' completion records; with `resume`, partitions whose record matches it are kept.
+    With `graphbolt`, every partition also gets its GraphBolt graph (DGL and torch needed).
+    `graph_formats` are the sparse matrices stored in each graph.dgl (dglformat.GRAPH_FORMATS).
+    Both are added to `key`'s options here, for every caller (see `output_options`).
+    """
+    key = replace(key, options={**key.options, **output_options(graphbolt, graph_formats)})
+    log = log or StageLog()
+    progress = log.progress
+    out_dir = Path(out_dir)
+    layout = PartitionLayout(assignment.num_parts, comm.Get_size())
+    check_layout(layout.num_parts, layout.nranks)
+    mine = layout.parts_of(comm.Get_rank())
+    _prepare_output(comm, out_dir, mine)
+    published = _reusable_partitions(comm, out_dir, mine, key, progress) if resume else {}
+
+    with log.stage(comm, "relabel"):
+        state = _relabel_nodes(comm, meta, assignment)
+        state.todo = np.ones(layout.num_parts, dtype=bool)
+        for parts in comm.allgather(sorted(published)):
+            state.todo[parts] = False
+    building = state.building(mine)
+    if state.todo.any():
+        _send_everything(comm, meta, assignment, state, layout, out_dir, max_bytes, log)
+    else:  # every partition was complete: only the config and manifest are missing
+        state.edge_counts = _gathered_edge_counts(comm, published, layout.num_parts)
+    config = partition_config(meta, assignment.num_parts, assignment.algo_name, state.node_counts, state.edge_counts, graphbolt is not None)
+    names = PART_FILES + ((GRAPHBOLT_FILE,) if graphbolt is not None else ())
+    with log.stage(comm, "write"):
+        with agreed(comm), progress.task("partitions", len(building), "partitions"):
+            for p in building:
+                with writing(part_dir(out_dir, p)):
+                    _write_partition(out_dir, p, meta, state, graphbolt, graph_formats)
+                    published[p] = (_publish_partition(out_dir, p, key, state.edge_counts[p], names),
+                                    state.edge_counts[p].tolist())
+                progress.advance(1)
+                pause_point("partition-published", comm.Get_rank())
+        _publish(comm, out_dir, [e for p in mine for e in published[p][0]], config, key)
+    return config
+
+
+def _send_everything(comm: Intracomm, meta: GraphMeta, assignment: Assignment, state: _State,
+                     layout: PartitionLayout, out_dir: Path, max_bytes: int, log: StageLog) -> None:
+    """Stages 2-4: every row that belongs to a partition being built reaches its owner,
+    which streams it into the partition's staged files."""
+    progress = log.progress
+    building = state.building(layout.parts_of(comm.Get_rank()))
+    with ExitStack() as files:
+        with log.stage(comm, "nodes"):
+            with agreed(comm), writing(out_dir):
+                nfeat_writers = {p: files.enter_context(TensorDictWriter(
+                    _staged(out_dir, p, "node_feat.dgl"), _count_feats(meta.node_data))) for p in building}
+            orig_nids = _send_nodes(comm, meta, assignment, state, layout, nfeat_writers, max_bytes, progress)
+        with agreed(comm), writing(out_dir):
+            for p in building:
+                write_tensor_dict(_staged(out_dir, p, "orig_nids.dgl"), orig_nids[p])
+        del orig_nids
+        with log.stage(comm, "edges"):
+            _send_edges(comm, meta, assignment, state, layout, max_bytes, progress)
+        with log.stage(comm, "edge_feats"):
+            with agreed(comm), writing(out_dir):
+                efeat_writers = {p: files.enter_context(TensorDictWriter(
+                    _staged(out_dir, p, "edge_feat.dgl"), _count_feats(meta.edge_data))) for p in building}
+            _send_edge_features(comm, meta, state, layout, efeat_writers, max_bytes, progress)
+        # Closing flushes the last bytes, which can fail on a full disk: agree on it.
+        with agreed(comm), writing(out_dir):
+            files.close()
+
+
+def _staged(out_dir: Path, p: int, name: str) -> Path:
+    """Where partition p's file `name` is written until the partition is complete."""
+    if name == GRAPHBOLT_FILE:
+        # torch.save names the archive inside the file after the name up to its last dot:
+        # `<stem>.partial` gives the bytes DGL writes to `<stem>.pt`.
+        return part_dir(out_dir, p) / (Path(name).stem + STAGED_SUFFIX)
+    return part_dir(out_dir, p) / (name + STAGED_SUFFIX)
+
+
+def output_options(graphbolt: Optional[GraphboltOptions], graph_formats: Sequence[str]) -> Dict[str, Any]:
+    """How the partitions are stored, as the manifest and the completion records name it.
+    Only choices other than the default appear, so an output written before these options
+    existed keeps its key (and `--resume` still accepts it)."""
+    options: Dict[str, Any] = {}
+    if graphbolt is not None:
+        options["graphbolt"] = graphbolt.as_json()
+    if tuple(graph_formats) != ("coo",):
+        options["graph_formats"] = list(graph_formats)
+    return options
+
+
+def _publish_partition(out_dir: Path, p: int, key: RunKey, edge_counts: np.ndarray,
+                       names: Tuple[str, ...] = PART_FILES) -> List[FileEntry]:
+    """Move partition p's complete files into place, then record it complete, so a file under
+    its final name is always whole and a record always vouches for whole files."""
+    entries = []
+    for name in names:
+        final = part_dir(out_dir, p) / name
+        os.replace(_staged(out_dir, p, name), final)
+        entries.append(file_entry(out_dir, final))
+    write_record(part_dir(out_dir, p), key, files=dict(entries), edge_counts=edge_counts.tolist())
+    return entries
+
+
+def _reusable_partitions(comm: Intracomm, out_dir: Path, mine: range, key: RunKey,
+                         progress: Progress) -> Dict[int, Tuple[List[FileEntry], List[int]]]:
+    """This rank's partitions that a previous run completed with the same key and whose files
+    are intact: {p: (manifest entries, edge counts per type)}. A record of another run is an
+    error on every rank; a damaged partition is rebuilt. Collective."""
+    from ..errors import OutputError
+    reusable = {}
+    with agreed(comm):
+        for p in mine:
+            folder = part_dir(out_dir, p)
+            record = check_record(folder, key)
+            if record is None:
+                continue
+            entries = sorted(record.get("files", {}).items())
+            try:
+                check_files(out_dir, entries)
+            except OutputError as e:
+                progress.note(f"resume: rebuilding part{p}: {e}")
+                remove_record(folder)
+                continue
+            reusable[p] = (entries, list(record.get("edge_counts", [])))
+    reused = comm.allreduce(len(reusable))
+    if comm.Get_rank() == 0:
+        progress.note(f"resume: {reused} of {comm.Get_size() * len(mine)} partitions complete "
+                      f"from a previous run, kept")
+    return reusable
+
+
+def _gathered_edge_counts(comm: Intracomm, published: Dict[int, Tuple[List[FileEntry], List[int]]],
+                          num_parts: int) -> np.ndarray:
+    """(P, E) edge counts from the records of reused partitions (every partition reused)."""
+    rows: Dict[int, List[int]] = {}
+    for part in comm.allgather({p: counts for p, (_, counts) in published.items()}):
+        rows.update(part)
+    return np.array([rows[p] for p in range(num_parts)], dtype=np.int64).reshape(num_parts, -1)
+
+
+def _publish(comm: Intracomm, out_dir: Path, entries: List[FileEntry], config: dict, key: RunKey) -> None:
+    """Rank 0 writes the manifest of every partition's files, then metadata.json, so
+    metadata.json exists only when every partition does. Collective."""
+    everyone = comm.gather(entries, root=0)  # a few names and sizes per partition
+    with agreed(comm), writing(out_dir):
+        if comm.Get_rank() == 0:
+            text = json.dumps(config, indent=2) + "\n"
+            write_manifest(out_dir, build_manifest([e for rank in everyone for e in rank],
+                                                   key.input, key.options, text))
+            tmp = out_dir / f".{CONFIG_FILE}.tmp"
+            tmp.write_text(text)
+            os.replace(tmp, out_dir / CONFIG_FILE)
+
+
+def _count_feats(groups) -> int:
+    return sum(len(feats) for feats in groups.values())
+
+
+def _prepare_output(comm: Intracomm, out_dir: Path, mine: range) -> None:
+    """Remove a stale metadata.json and manifest first: an interrupted rerun must not look complete."""
+    with agreed(comm):
+        try:
+            if comm.Get_rank() == 0:
+                out_dir.mkdir(parents=True, exist_ok=True)
+                (out_dir / CONFIG_FILE).unlink(missing_ok=True)
+                (out_dir / MANIFEST_FILE).unlink(missing_ok=True)
+        except OSError as e:
+            raise InputError(out_dir, f"cannot prepare output folder: {e.strerror}") from None
+    with agreed(comm):
+        try:
+            for p in mine:
+                (part_dir(out_dir, p)).mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise InputError(out_dir, f"cannot create partition folder: {e.strerror}") from None
+
+
+# ---------------------------------------------------------------- 1. relabel
+
+def _relabel_nodes(comm: Intracomm, meta: GraphMeta, assignment: Assignment) -> _State:
+    num_parts, ntypes = assignment.num_parts, meta.node_types
+    local = np.zeros((num_parts, len(ntypes)), dtype=np.int64)
+    for t, ntype in enumerate(ntypes):
+        local[:, t] = np.bincount(assignment.blocks[ntype].parts, minlength=num_parts)
+    counts = allreduce_sum(comm, local)
+    below = exscan_sum(comm, local)
+    starts = range_starts(counts)
+    new_ids = {ntype: new_node_ids(assignment.blocks[ntype].parts, starts[:, t] + below[:, t])
+               for t, ntype in enumerate(ntypes)}
+    return _State(counts, starts, new_ids)
+
+
+# ---------------------------------------------------------------- 2. nodes
+
+def _batch_rows(row_bytes: int, max_bytes: int) -> int:
+    # Half the cap for the rows themselves leaves room for the ID columns sent with them.
+    return max(1, (max_bytes // 2) // max(row_bytes, 1))
+
+
+def _batches(comm: Intracomm, n: int, batch: int) -> int:
+    """Number of batches every rank must run so that collectives match across ranks."""
+    return comm.allreduce(-(-n // batch), op=MPI.MAX)
+
+
+def _send_nodes(comm: Intracomm, meta, assignment, state: _State, layout: PartitionLayout,
+                writers: Dict[int, TensorDictWriter], max_bytes: int,
+                progress: Progress) -> Dict[int, Dict[str, np.ndarray]]:
+    orig_nids: Dict[int, Dict[str, np.ndarray]] = {p: {} for p in state.building(layout.parts_of(comm.Get_rank()))}
+    rows = sum(len(assignment.blocks[n].parts) * (1 + len(meta.node_features(n))) for n in meta.node_types)
+    with progress.task("nodes", rows, "node rows"):
+        for t, ntype in enumerate(meta.node_types):
+            _send_node_type(comm, meta, assignment, state, layout, writers, max_bytes, progress,
+                            t, ntype, orig_nids)
+    return orig_nids
+
+
+def _send_node_type(comm: Intracomm, meta, assignment, state: _State, layout: PartitionLayout,
+                    writers: Dict[int, TensorDictWriter], max_bytes: int, progress: Progress,
+                    t: int, ntype: str, orig_nids: Dict[int, Dict[str, np.ndarray]]) -> None:
+    mine = layout.parts_of(comm.Get_rank())
+    block = assignment.blocks[ntype]
+    dest = layout.rank_of(block.parts)
+    new = state.new_ids[ntype]
+    k = state.rows_to_build(block.parts)
+    (new_r, orig_r), _ = exchange(comm, dest[k], [new[k], block.orig_ids[k]], max_bytes)
+    groups = node_groups(new_r, state.node_starts[list(mine), t])
+    for i, p in enumerate(mine):
+        if p not in orig_nids:
+            continue
+        out = np.empty(state.node_counts[p, t], dtype=np.int64)
+        sel = groups[i]
+        out[new_r[sel] - state.node_starts[p, t]] = orig_r[sel]
+        orig_nids[p][ntype] = out
+    progress.advance(len(new))
+    for fname, files in meta.node_features(ntype).items():
+        with agreed(comm):
+            source = FeatureSource.expecting(files, meta.num_nodes(ntype), f"node type '{ntype}'")
+        outs = {p: np.empty((state.node_counts[p, t], *source.tail_shape), dtype=source.dtype)
+                for p in orig_nids}
+        batch = _batch_rows(source.row_bytes, max_bytes)
+        for b in range(_batches(comm, len(new), batch)):
+            lo, hi = min(b * batch, len(new)), min((b + 1) * batch, len(new))
+            rows = source.read(block.start + lo, block.start + hi)
+            k = state.rows_to_build(block.parts[lo:hi])
+            (new_r, rows_r), _ = exchange(comm, dest[lo:hi][k], [new[lo:hi][k], rows[k]], max_bytes)
+            groups = node_groups(new_r, state.node_starts[list(mine), t])
+            for i, p in enumerate(mine):
+                if p not in outs:
+                    continue
+                sel = groups[i]
+                outs[p][new_r[sel] - state.node_starts[p, t]] = rows_r[sel]
+            progress.advance(hi - lo)
+        _add_feature(comm, writers, outs, f"{ntype}/{fname}", files.where)
+
+
+def _add_feature(comm: Intracomm, writers: Dict[int, TensorDictWriter], outs: Dict[int, np.ndarray],
+                 key: str, where: str) -> None:
+    with agreed(comm):
+        for p, arr in outs.items():
+            with writing(writers[p].path):
+                writers[p].add(key, to_storable(arr, f"{where} ({key})"))
+
+
+# ---------------------------------------------------------------- 3. edges
+
+# Shares of one edge's work in the edges stage, for progress: reading it, the two endpoint
+# lookups, and the exchange to its owner (measured proportions, roughly).
+_READ, _LOOKUP, _SEND = 0.5, 0.15, 0.2
+
+
+def expected_share(count: int, nranks: int) -> int:
+    """Rows of a `count`-row table in one rank's block (for progress totals only)."""
+    return -(-count // nranks)
+
+
+def _send_edges(comm: Intracomm, meta: GraphMeta, assignment: Assignment, state: _State,
+                layout: PartitionLayout, max_bytes: int, progress: Progress) -> None:
+    total = sum(expected_share(et.count, layout.nranks) for et in meta.edge_types)
+    with progress.task("edges", total, "edges"):
+        _send_edge_types(comm, meta, assignment, state, layout, max_bytes, progress)
+
+
+def _send_edge_types(comm: Intracomm, meta: GraphMeta, assignment: Assignment, state: _State,
+                     layout: PartitionLayout, max_bytes: int, progress: Progress) -> None:
+    mine = layout.parts_of(comm.Get_rank())
+    part_starts = np.append(state.node_starts[:, 0], state.node_counts.sum())
+    local_counts = np.zeros((layout.num_parts, len(meta.edge_types)), dtype=np.int64)
+    state.edges = {p: [] for p in state.building(mine)}
+    for e, etype in enumerate(meta.edge_types):
+        block = read_edge_block(comm, meta, etype, progress, _READ)
+        n = len(block.src)
+        src_blk, dst_blk = assignment.blocks[etype.src], assignment.blocks[etype.dst]
+        dst_new = lookup(comm, block.dst, dst_blk.bounds, state.new_ids[etype.dst], max_bytes)
+        progress.advance(n * _LOOKUP)
+        part = (np.searchsorted(part_starts, dst_new, side="right") - 1).astype(np.int32)
+        # Counted where the edges are read, so partitions a resumed run keeps count too.
+        local_counts[:, e] = np.bincount(part, minlength=layout.num_parts)
+        state.edge_route.append((block.start, part))
+        k = state.rows_to_build(part)
+        src_new = lookup(comm, block.src[k], src_blk.bounds, state.new_ids[etype.src], max_bytes)
+        progress.advance(n * _LOOKUP)
+        orig = block.orig_ids[k]
+        del block
+        (orig_r, src_r, dst_r, part_r), _ = exchange(
+            comm, layout.rank_of(part[k]), [orig, src_new, dst_new[k], part[k]], max_bytes)
+        del orig, src_new, dst_new
+        groups = by_partition(part_r - mine.start, len(mine)) if len(mine) > 1 else None
+        for i, p in enumerate(mine):
+            if p not in state.edges:
+                continue
+            if groups is not None:
+                sel = groups[i]
+                edges = _Edges(orig_r[sel], src_r[sel], dst_r[sel])
+            else:
+                edges = _Edges(orig_r, src_r, dst_r)
+            state.edges[p].append(_sorted_by_orig(edges))
+        del orig_r, src_r, dst_r, part_r
+        progress.advance(n * _SEND)
+    state.edge_counts = allreduce_sum(comm, local_counts)
+
+
+def _sorted_by_orig(edges: _Edges) -> _Edges:
+    """Edges in original-ID order.
+
+    `exchange` delivers sources in rank order, each in the order it sent, and ranks read
+    ascending edge-ID blocks: the edges normally arrive sorted, so the sort is skipped.
+    """
+    if len(edges.orig) < 2 or (edges.orig[1:] > edges.orig[:-1]).all():
+        return edges
+    order = np.argsort(edges.orig, kind="stable")
+    return _Edges(edges.orig[order], edges.src[order], edges.dst[order])
+
+
+def _send_edge_features(comm: Intracomm, meta: GraphMeta, state: _State, layout: PartitionLayout,
+                        writers: Dict[int, TensorDictWriter], max_bytes: int, progress: Progress) -> None:
+    rows = sum(len(state.edge_route[e][1]) * len(meta.edge_features(et.name))
+               for e, et in enumerate(meta.edge_types))
+    with progress.task("edge features", rows, "rows"):
+        for e, etype in enumerate(meta.edge_types):
+            _send_edge_type_features(comm, meta, state, layout, writers, max_bytes, progress, e, etype)
+
+
+def _send_edge_type_features(comm: Intracomm, meta: GraphMeta, state: _State, layout: PartitionLayout,
+                             writers: Dict[int, TensorDictWriter], max_bytes: int, progress: Progress,
+                             e: int, etype) -> None:
+    mine = layout.parts_of(comm.Get_rank())
+    start, part = state.edge_route[e]
+    for fname, files in meta.edge_features(etype.name).items():
+        with agreed(comm):
+            source = FeatureSource.expecting(files, etype.count, f"edge type '{etype.name}'")
+        outs = {p: np.empty((len(state.edges[p][e].orig), *source.tail_shape), dtype=source.dtype)
+                for p in state.edges}
+        batch = _batch_rows(source.row_bytes, max_bytes)
+        n = len(part)
+        for b in range(_batches(comm, n, batch)):
+            lo, hi = min(b * batch, n), min((b + 1) * batch, n)
+            rows = source.read(start + lo, start + hi)
+            ids = np.arange(start + lo, start + hi, dtype=np.int64)
+            k = state.rows_to_build(part[lo:hi])
+            (ids_r, part_r, rows_r), _ = exchange(comm, layout.rank_of(part[lo:hi][k]),
+                                                  [ids[k], part[lo:hi][k], rows[k]], max_bytes)
+            groups = by_partition(part_r - mine.start, len(mine))
+            for i, p in enumerate(mine):
+                if p not in outs:
+                    continue
+                sel = groups[i]
+                outs[p][np.searchsorted(state.edges[p][e].orig, ids_r[sel])] = rows_r[sel]
+            progress.advance(hi - lo)
+        _add_feature(comm, writers, outs, f"{etype.name}/{fname}", files.where)
+
+
+# ---------------------------------------------------------------- 5. write
+
+def _write_partition(out_dir: Path, p: int, meta: GraphMeta, state: _State,
+                     graphbolt: Optional[GraphboltOptions] = None,
+                     graph_formats: Sequence[str] = ("coo",)) -> None:
+    counts, ecounts = state.node_counts, state.edge_counts
+    first = int(state.node_starts[p, 0])
+    stop = first + int(counts[p].sum())
+    edges = state.edges[p]
+    edge_first = int(range_starts(ecounts)[p, 0]) if ecounts.size else 0
+    src = np.concatenate([x.src for x in edges]) if edges else np.empty(0, np.int64)
+    dst = np.concatenate([x.dst for x in edges]) if edges else np.empty(0, np.int64)
+    halo, local_src, local_dst = local_graph(first, stop, src, dst)
+    node_ids = np.concatenate([np.arange(first, stop, dtype=np.int64), halo])
+    inner_types = np.repeat(np.arange(len(meta.node_types)), counts[p])
+    ntypes = np.concatenate([inner_types, type_of(halo, counts)]).astype(np.int32)
+    inner = np.zeros(len(node_ids), dtype=np.uint8)
+    inner[: stop - first] = 1
+    etypes = np.repeat(np.arange(len(meta.edge_types)), ecounts[p] if ecounts.size else []).astype(np.int32)
+    ndata = {"_ID": node_ids, "_TYPE": ntypes, "inner_node": inner}
+    edata = {"_ID": np.arange(edge_first, edge_first + len(src), dtype=np.int64),
+             "_TYPE": etypes, "inner_edge": np.ones(len(src), dtype=np.uint8)}
+    write_graph(_staged(out_dir, p, "graph.dgl"), len(node_ids), local_src, local_dst, ndata=ndata, edata=edata,
+                formats=graph_formats)
+    if graphbolt is not None:
+        from ..partitions.graphbolt import write_partition_graph
+        write_partition_graph(_staged(out_dir, p, GRAPHBOLT_FILE), len(node_ids), local_src, local_dst,
+                              ndata, edata, list(meta.node_types), [e.name for e in meta.edge_types],
+                              int(counts.sum()), graphbolt)
+    write_tensor_dict(_staged(out_dir, p, "orig_eids.dgl"),
+                      {et.name: edges[e].orig for e, et in enumerate(meta.edge_types)})

@@ -1,0 +1,192 @@
+"""Moving rows between ranks: bounded-size buffer `Alltoallv` and the distributed owner lookup.
+
+Every array that crosses ranks goes through `exchange` or `lookup`. They send raw bytes
+(never pickles) in rounds so that no rank sends or receives more than `max_bytes` in one
+`Alltoallv` call, which also keeps every MPI count and displacement below 2**31 on MPI
+libraries without the MPI-4 large-count calls. The result does not depend on the number
+of rounds: rows arrive grouped by source rank, each source's rows in the order it sent
+them, exactly as one unbounded Alltoallv would deliver them.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, List, Sequence, Tuple
+
+import numpy as np
+
+from ..arrays import exclusive_cumsum, group_by_owner
+from ..errors import DistpartError
+
+if TYPE_CHECKING:
+    from mpi4py.MPI import Intracomm
+
+MAX_MPI_COUNT = 2**31 - 1
+DEFAULT_MAX_BYTES = 256 << 20
+
+
+# ---------------------------------------------------------------- pure helpers
+
+def concat_ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Concatenation of arange(s, s + n) for each (s, n), vectorised."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    total = int(lengths.sum())
+    if total == 0:
+        return np.empty(0, dtype=np.int64)
+    ends = np.cumsum(lengths)
+    return (np.arange(total, dtype=np.int64) - np.repeat(ends - lengths, lengths)
+            + np.repeat(np.asarray(starts, dtype=np.int64), lengths))
+
+
+def rounds_needed(send_counts: np.ndarray, recv_counts: np.ndarray, row_bytes: int,
+                  max_bytes: int) -> int:
+    """Rounds that keep every Alltoallv of this rank within `max_bytes` each way.
+
+    Round j sends rows [c*j//k, c*(j+1)//k) of each peer's c rows: at most c/k + 1 per peer,
+    so a round carries up to one extra row per peer beyond the average; that slack is taken
+    out of the budget. (The cap is also kept below 2**31 so counts and displacements fit.)
+    """
+    row_bytes = max(int(row_bytes), 1)
+    max_bytes = min(int(max_bytes), MAX_MPI_COUNT)
+    peers = len(send_counts)
+    rows = max(int(np.sum(send_counts)), int(np.sum(recv_counts)))
+    if rows == 0:
+        return 1
+    budget = max_bytes - peers * row_bytes
+    if budget < row_bytes:  # a tiny cap: one row per peer per round is the best there is
+        return max(int(np.max(send_counts, initial=0)), int(np.max(recv_counts, initial=0)), 1)
+    return max(1, -(-rows * row_bytes // budget))
+
+
+def _row_bytes(col: np.ndarray) -> int:
+    return int(col.dtype.itemsize * int(np.prod(col.shape[1:], dtype=np.int64)))
+
+
+# ---------------------------------------------------------------- MPI
+
+def alltoallv_grouped(comm: Intracomm, columns: Sequence[np.ndarray], send_counts: np.ndarray,
+                      order: "np.ndarray | None" = None,
+                      max_bytes: int = DEFAULT_MAX_BYTES) -> Tuple[List[np.ndarray], np.ndarray]:
+    """Send rows to ranks; rows for rank d are rows `order[sdispl[d]:sdispl[d]+send_counts[d]]`
+    of every column (or that slice itself when `order` is None).
+
+    Returns (received columns, receive counts per source rank). Collective.
+
+    If `columns` is a list, each entry is set to None once sent: a caller that passes the
+    only references (`exchange(comm, owner, [a, b])` after `del a, b`) gets each input
+    freed while the outputs fill, instead of holding inputs and outputs at once.
+    """
+    from mpi4py import MPI
+
+    nranks = comm.Get_size()
+    _agree_on_columns(comm, columns)
+    send_counts = np.ascontiguousarray(send_counts, dtype=np.int64)
+    recv_counts = np.empty(nranks, dtype=np.int64)
+    comm.Alltoall(send_counts, recv_counts)
+    row_bytes = sum(_row_bytes(c) for c in columns)
+    rounds = comm.allreduce(rounds_needed(send_counts, recv_counts, row_bytes, max_bytes), op=MPI.MAX)
+
+    sdispl, rdispl = exclusive_cumsum(send_counts), exclusive_cumsum(recv_counts)
+    outs = [np.empty((int(recv_counts.sum()), *c.shape[1:]), dtype=c.dtype) for c in columns]
+    for j in range(rounds):
+        s_lo, s_hi = send_counts * j // rounds, send_counts * (j + 1) // rounds
+        r_lo, r_hi = recv_counts * j // rounds, recv_counts * (j + 1) // rounds
+        # In one round every row goes and arrives in order: no index arrays, and rows are
+        # received straight into the output (this is the common case and the memory peak).
+        whole = rounds == 1
+        if whole:
+            take = order
+        else:
+            take = concat_ranges(sdispl + s_lo, s_hi - s_lo)
+            if order is not None:
+                take = order[take]
+            place = concat_ranges(rdispl + r_lo, r_hi - r_lo)
+        for c, out in enumerate(outs):
+            col = columns[c]
+            rb = _row_bytes(col)
+            rows = col if take is None else col[take]
+            send = np.ascontiguousarray(rows).reshape(-1).view(np.uint8)
+            del rows
+            recv = out if whole else np.empty((len(place), *col.shape[1:]), dtype=col.dtype)
+            rview = recv.reshape(-1).view(np.uint8)
+            sc, rc = (s_hi - s_lo) * rb, (r_hi - r_lo) * rb
+            comm.Alltoallv([send, (sc.tolist(), exclusive_cumsum(sc).tolist()), MPI.BYTE],
+                           [rview, (rc.tolist(), exclusive_cumsum(rc).tolist()), MPI.BYTE])
+            del send
+            if not whole:
+                out[place] = recv
+            if whole and isinstance(columns, list):
+                columns[c] = None
+            del col
+    return outs, recv_counts
+
+
+class ColumnMismatch(DistpartError):
+    """Ranks tried to exchange columns of different dtypes or row shapes (a bug or bad output)."""
+
+
+def _agree_on_columns(comm: Intracomm, columns: Sequence[np.ndarray]) -> None:
+    """Every rank must send the same (dtype, row shape) per column: raw bytes of different
+    widths would be cut into rows differently on each side (MPI_ERR_TRUNCATE, or silent
+    garbage). The forms are a few short strings, so a lowercase allgather is fine."""
+    forms = [(np.dtype(c.dtype).str, tuple(c.shape[1:])) for c in columns]
+    everyone = comm.allgather(forms)
+    for i in range(len(forms)):
+        seen = {tuple(f[i]) for f in everyone}
+        if len(seen) > 1:
+            detail = ", ".join(f"rank {r}: {f[i][0]} {f[i][1]}" for r, f in enumerate(everyone))
+            raise ColumnMismatch(f"ranks disagree on the dtype or row shape of exchanged column {i} ({detail})")
+
+
+def exchange(comm: Intracomm, owner: np.ndarray, columns: Sequence[np.ndarray],
+             max_bytes: int = DEFAULT_MAX_BYTES) -> Tuple[List[np.ndarray], np.ndarray]:
+    """Send row i of every column to rank owner[i]. Returns (received columns, counts per source)."""
+    order, counts = group_by_owner(np.asarray(owner), comm.Get_size())
+    return alltoallv_grouped(comm, columns, counts, order, max_bytes)
+
+
+def lookup(comm: Intracomm, keys: np.ndarray, bounds: np.ndarray, table: np.ndarray,
+           max_bytes: int = DEFAULT_MAX_BYTES) -> np.ndarray:
+    """Distributed table lookup: table row for each key, answered by the key's owner rank.
+
+    Rank r holds `table` for keys [bounds[r], bounds[r+1]) (row k - bounds[r] for key k);
+    every key must be in [bounds[0], bounds[-1]). Collective.
+    """
+    keys = np.asarray(keys, dtype=np.int64)
+    owner = np.searchsorted(bounds, keys, side="right") - 1
+    order, counts = group_by_owner(owner, comm.Get_size())
+    del owner  # each temporary is dropped as soon as the next exists: lookups run on big arrays
+    (queries,), recv_counts = alltoallv_grouped(comm, [keys], counts, order, max_bytes)
+    queries -= bounds[comm.Get_rank()]
+    answers = [table[queries]]
+    del queries
+    (back,), _ = alltoallv_grouped(comm, answers, recv_counts, None, max_bytes)
+    result = np.empty((len(keys), *table.shape[1:]), dtype=table.dtype)
+    result[order] = back
+    return result
+
+
+def allreduce_sum(comm: Intracomm, arr: np.ndarray) -> np.ndarray:
+    """Elementwise sum over ranks of an int64 array (buffer-based)."""
+    from mpi4py import MPI
+    arr = np.ascontiguousarray(arr, dtype=np.int64)
+    out = np.empty_like(arr)
+    comm.Allreduce(arr, out, op=MPI.SUM)
+    return out
+
+
+def exscan_sum(comm: Intracomm, arr: np.ndarray) -> np.ndarray:
+    """Elementwise sum over lower ranks (zeros on rank 0) of an int64 array."""
+    from mpi4py import MPI
+    arr = np.ascontiguousarray(arr, dtype=np.int64)
+    out = np.zeros_like(arr)
+    comm.Exscan(arr, out, op=MPI.SUM)
+    if comm.Get_rank() == 0:
+        out[...] = 0  # MPI leaves rank 0's Exscan output undefined
+    return out
+
+
+def allgather_int64(comm: Intracomm, arr: np.ndarray) -> np.ndarray:
+    """Stack every rank's equal-shaped int64 array: shape (nranks, *arr.shape)."""
+    arr = np.ascontiguousarray(arr, dtype=np.int64)
+    out = np.empty((comm.Get_size(), *arr.shape), dtype=np.int64)
+    comm.Allgather(arr, out)
+    return out

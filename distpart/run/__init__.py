@@ -1,0 +1,10 @@
+"""What keeps a run safe and visible, used by every stage.
+
+`progress` prints stage lines and rates; `stages` times each stage and records its peak
+memory; `faults` names the pause points of the kill-and-resume tests; `lock` keeps one run
+per output folder; `outdir` decides what a run may write or remove before it writes anything;
+`guards` refuses runs that cannot finish (disk, memory) and turns disk errors into one clear
+message; `resume` owns the completion records an interrupted run leaves behind. These sit
+below the pipeline's steps because the steps call them, never the other way round.
+"""
+__all__ = ["progress", "stages", "faults", "lock", "outdir", "guards", "resume"]

@@ -1,0 +1,125 @@
+"""What a run may write into its output folders, decided before it writes anything.
+
+A cluster job must never destroy its input or a user's files. Before the first write, the
+folders a command writes (partitions: OUT_DIR; an assignment: ASSIGN_DIR) are checked:
+
+* no input file may be replaced: the folder must not be the input folder, and no file the
+  input's metadata.json names may sit where distpart writes (`metadata.json`, `part<p>/`,
+  `<ntype>.txt`, ...);
+* names distpart writes that are already there must have been written by distpart: a folder
+  distpart writes gets a marker file first (`.distpart-owner`); without it, an existing
+  `metadata.json` or `<ntype>.txt` belongs to someone else and the run is refused;
+* a previous distpart output is replaced only with `--overwrite`, which first removes what
+  that run wrote (including `part<p>/` folders of a run with more partitions), never what
+  the current run reads; or continued with `--resume`, which keeps it for the stages to
+  check (see `resume`).
+
+Pure file operations; the CLI runs them on rank 0 inside `agreed`.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, List, Sequence
+
+from ..errors import InputError
+from ..paths import CONFIG_FILE
+from .lock import LOCK_NAME
+from .resume import RECORD
+
+MARKER = ".distpart-owner"
+PARTITIONS, ASSIGNMENT = "partitions", "assignment"
+
+# Work folders too (kaminpar.WORK_FOLDER, api.INPUT_FOLDER): removed when their run ends, but
+# left behind by a killed one, so --overwrite removes them with the rest.
+_PARTITION_NAMES = re.compile(r"^(part\d+|\.metadata\.json\.tmp|report\.json|distpart-manifest\.json"
+                              r"|\.distpart-partition-graph-input)$")
+_ASSIGNMENT_FILES = ("partition_meta.json", ".partition_meta.json.tmp", RECORD, f"{RECORD}.tmp",
+                     ".distpart-kaminpar")
+
+
+@dataclass(frozen=True)
+class OutputFolder:
+    """A folder a command writes, and what kind of output goes there."""
+
+    path: Path
+    kind: str                       # PARTITIONS or ASSIGNMENT
+    node_types: Sequence[str] = ()  # for ASSIGNMENT: the `<ntype>.txt` files
+    default_assign_dir: str = ""    # for PARTITIONS: pipeline's assignment subfolder, if any
+
+    def writes(self, name: str) -> bool:
+        """Whether distpart writes top-level entry `name` in such a folder."""
+        if name in (MARKER, LOCK_NAME):
+            return True
+        if self.kind == PARTITIONS:
+            return (name == CONFIG_FILE or bool(_PARTITION_NAMES.match(name))
+                    or (bool(self.default_assign_dir) and name == self.default_assign_dir))
+        return name in _ASSIGNMENT_FILES or name in {f"{t}.txt" for t in self.node_types}
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def plan_removals(folder: OutputFolder, input_root: Path, input_files: Iterable[Path],
+                  reads: Sequence[Path], overwrite: bool, resume: bool = False) -> List[Path]:
+    """Check one output folder; return what `--overwrite` must remove first (else []).
+
+    `input_files`: every file of the input graph (metadata.json included); `reads`: other
+    paths this run reads (an assignment folder), which are never removed.
+    """
+    where = folder.path
+    target = where.resolve()
+    if target == input_root.resolve():
+        raise InputError(where, "is the input graph's folder: write the output somewhere else "
+                                "(distpart never writes into its input)")
+    for f in input_files:
+        f = Path(f).resolve()
+        if _inside(f, target) and folder.writes(f.relative_to(target).parts[0]):
+            raise InputError(where, f"writing here would replace the input file {f}: choose another folder")
+    if not where.exists():
+        return []
+    if not where.is_dir():
+        raise InputError(where, "exists and is not a folder")
+    protected = [Path(r).resolve() for r in reads]
+    present = sorted(n for n in os.listdir(where)
+                     if folder.writes(n) and n not in (MARKER, LOCK_NAME)
+                     and not any(_inside(p, (target / n).resolve()) for p in protected))
+    if not present:
+        return []
+    if not (where / MARKER).is_file():
+        raise InputError(where / present[0], "exists and was not written by distpart: refusing to "
+                                             "replace it (choose another output folder)")
+    if resume:
+        return []
+    if not overwrite:
+        raise InputError(where, f"holds the output of a previous distpart run ({', '.join(present[:4])}"
+                                f"{', ...' if len(present) > 4 else ''}): pass --overwrite to replace it, "
+                                f"or --resume to continue it")
+    return [where / n for n in present]
+
+
+def claim(folders: Sequence[OutputFolder], removals: Sequence[Path]) -> None:
+    """Remove a previous run's files (config first, so nothing half-removed looks complete),
+    then mark each folder as distpart's."""
+    ordered = sorted(removals, key=lambda p: p.name != CONFIG_FILE)
+    for path in ordered:
+        try:
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink(missing_ok=True)
+        except OSError as e:
+            raise InputError(path, f"cannot remove the previous output: {e.strerror}") from None
+    for folder in folders:
+        try:
+            folder.path.mkdir(parents=True, exist_ok=True)
+            (folder.path / MARKER).write_text(json.dumps({"tool": "distpart", "kind": folder.kind}) + "\n")
+        except FileExistsError:
+            raise InputError(folder.path, "exists and is not a folder") from None
+        except OSError as e:
+            raise InputError(folder.path, f"cannot write in the output folder: {e.strerror}") from None
