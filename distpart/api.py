@@ -255,7 +255,7 @@ def _with_node_features(desc: "GraphDescription", extra: Mapping[str, Mapping[st
 def _assign(comm, in_dir: Path, num_parts: int, part_method: str, trainers: bool,
             balance: Mapping[str, Mapping[str, np.ndarray]], balance_edges: bool, homogeneous: bool):
     """Step 1 on the chunked copy: ParMETIS or random, as distpart's `assign` does."""
-    from .assign.assignment import parmetis_assignment, random_assignment
+    from .assign import compute_assignment
     from .assign.balance import BalanceOptions
     from .chunked.validate import validate
     meta = validate(comm, in_dir)
@@ -263,13 +263,12 @@ def _assign(comm, in_dir: Path, num_parts: int, part_method: str, trainers: bool
         from .errors import InputError
         raise InputError(None, f"the number of partitions ({num_parts}) is larger than the number of "
                                f"nodes ({sum(meta.node_counts)}): some partitions would be empty")
-    if num_parts == 1 or not (part_method == "metis" or trainers):
-        return random_assignment(comm, meta, num_parts, seed=0)
     features = tuple(f"{t}/{name}" for t, feats in balance.items() for name in feats)
     # As DGL: a graph with several node types balances each type unless told otherwise.
     options = BalanceOptions(ntypes=not homogeneous and not features, edges=bool(balance_edges),
                              features=features)
-    return parmetis_assignment(comm, meta, num_parts, options, seed=0)
+    method = "random" if num_parts == 1 or not (part_method == "metis" or trainers) else "parmetis"
+    return compute_assignment(comm, meta, num_parts, method, options, seed=0)
 
 
 def _trainer_ids(desc: "GraphDescription", assignment) -> Dict[str, np.ndarray]:

@@ -1,4 +1,5 @@
-"""The `distpart` command: argument parsing, the stage sequence of each subcommand, exit codes.
+"""The `distpart` command: argument parsing, MPI start-up and error handling, exit codes
+(the stage sequence of each subcommand is in `commands`).
 
 Every subcommand is SPMD: run it under `mpiexec -n R` (or alone, as one rank). A user
 error (DistpartError) is agreed on by all ranks, printed once by rank 0, and every rank
@@ -12,20 +13,16 @@ import os
 import sys
 import traceback
 from pathlib import Path
-from typing import TYPE_CHECKING, List, Optional, Tuple
+from typing import List, Optional
 
+from .commands import graph_formats_of, refuse_input_as_output, run_command, written_folders
 from .errors import DistpartError
-
-if TYPE_CHECKING:
-    from mpi4py.MPI import Intracomm
-
-    from .partitions.graphbolt import GraphboltOptions
 
 EXIT_USER_ERROR = 2
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="distpart", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="distpart", description="MPI-parallel partitioning of DGL chunked graphs for distributed GNN training.")
     sub = p.add_subparsers(dest="command", required=True)
 
     def common(sp: argparse.ArgumentParser) -> None:
@@ -161,26 +158,10 @@ def output_format_options(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--store-inner-edge", action="store_true", help="graphbolt: keep the inner_edge mask")
 
 
-def _graphbolt(args: argparse.Namespace) -> "Optional[GraphboltOptions]":
-    """The GraphboltOptions of --graphbolt, or None; the --store-* flags need --graphbolt."""
-    from .errors import InputError
-    from .partitions.graphbolt import GraphboltOptions
-    stores = {k: getattr(args, k, False) for k in ("store_eids", "store_inner_node", "store_inner_edge")}
-    if not getattr(args, "graphbolt", False):
-        if any(stores.values()):
-            raise InputError(None, "--store-eids, --store-inner-node and --store-inner-edge need --graphbolt")
-        return None
-    return GraphboltOptions(**stores)
-
-
-def _graph_formats(args: argparse.Namespace) -> Tuple[str, ...]:
-    from .partitions.dglformat import graph_formats
-    return graph_formats(getattr(args, "graph_formats", "coo").split(","))
-
-
 def method_options(sp: argparse.ArgumentParser) -> None:
     """Step 1's options, shared by `assign` and `pipeline` (DGL partition_graph's names)."""
-    sp.add_argument("--method", choices=["parmetis", "random", "kaminpar"], default="parmetis")
+    from .assign import METHODS
+    sp.add_argument("--method", choices=METHODS, default="parmetis")
     sp.add_argument("--threads", type=int, metavar="N",
                     help="kaminpar: threads of the one process that runs it (default: the cores of its node)")
     sp.add_argument("--seed", type=int, default=0)
@@ -229,11 +210,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         hosts = comm.gather(host, root=0)
         if rank == 0:
             progress.say(banner(args.command, hosts, library, os.environ))
-        _refuse_input_as_output(args)
-        _graph_formats(args)  # an unknown format: refused before any folder is made
+        refuse_input_as_output(args)
+        graph_formats_of(args)  # an unknown format: refused before any folder is made
         from .run.lock import folder_locks
-        with folder_locks(comm, _written_folders(args), f"distpart {args.command}", progress.say):
-            _run(comm, args, StageLog(progress=progress))
+        with folder_locks(comm, written_folders(args), f"distpart {args.command}", progress.say):
+            run_command(comm, args, StageLog(progress=progress))
     except DistpartError as e:
         # In a mismatched launch every process is a rank 0: only the launcher's rank 0 speaks.
         if rank == 0 and (size > 1 or launcher_rank(os.environ) in (None, 0)):
@@ -281,37 +262,6 @@ def _tag_warnings(tag: str) -> None:
     warnings.formatwarning = lambda *a, **k: f"{tag} {plain(*a, **k)}"
 
 
-def _written_folders(args: argparse.Namespace) -> List[Path]:
-    """The folders a subcommand writes, which no other run may write at the same time."""
-    if args.command == "assign":
-        return [args.assign_dir]
-    if args.command == "dispatch":
-        return [args.out_dir]
-    if args.command == "pipeline":
-        folders = [args.out_dir]
-        if args.assign_dir is not None and not _inside(args.assign_dir, args.out_dir):
-            folders.append(args.assign_dir)
-        return folders
-    return []
-
-
-def _refuse_input_as_output(args: argparse.Namespace) -> None:
-    """Checked before the lock file is made, so the input folder is never written at all."""
-    from .errors import InputError
-    in_dir = getattr(args, "in_dir", None)
-    if in_dir is None:
-        return
-    for folder in _written_folders(args):
-        if Path(folder).resolve() == Path(in_dir).resolve():
-            raise InputError(folder, "is the input graph's folder: write the output somewhere else "
-                                     "(distpart never writes into its input)")
-
-
-def _inside(path: Path, folder: Path) -> bool:
-    path, folder = path.resolve(), folder.resolve()
-    return path == folder or folder in path.parents
-
-
 def _run_serial(args: argparse.Namespace) -> int:
     """Subcommands that need no MPI."""
     try:
@@ -328,203 +278,6 @@ def _run_serial(args: argparse.Namespace) -> int:
         print(f"distpart {args.command}: error: {e}", file=sys.stderr)
         return EXIT_USER_ERROR
     return 0
-
-
-def _check_resources(comm: Intracomm, args: argparse.Namespace, meta, num_parts: Optional[int], progress) -> None:
-    """Refuse before any work when the output cannot fit or dispatch would exceed
-    --max-memory-gb (estimates from the metadata). Collective."""
-    from .mpi.collective import agreed
-    from .chunked.estimate import estimate_output_bytes, estimate_peak_rss
-    from .run.guards import check_memory, check_space, gib
-    with agreed(comm):
-        need = estimate_output_bytes(meta, num_parts or comm.Get_size(), _graph_formats(args))
-        rss = estimate_peak_rss(meta, comm.Get_size())
-        if comm.Get_rank() == 0:
-            progress.say(f"estimates: output about {gib(need)}, dispatch about {gib(rss)} per rank")
-            if not args.no_space_check:
-                check_space(args.out_dir, need)
-        if args.max_memory_gb is not None:
-            check_memory(rss, args.max_memory_gb)
-
-
-def _claim_output_folders(comm: Intracomm, args: argparse.Namespace, meta) -> None:
-    """Refuse folders whose files distpart must not replace; clear a previous output with
-    --overwrite; mark the folders as distpart's. Before the first write. Collective."""
-    from .mpi.collective import agreed
-    from .run.outdir import ASSIGNMENT, PARTITIONS, OutputFolder, claim, plan_removals
-
-    ntypes = meta.node_types
-    reads: List[Path] = []
-    if args.command == "assign":
-        folders = [OutputFolder(args.assign_dir, ASSIGNMENT, ntypes)]
-    elif args.command == "dispatch":
-        folders, reads = [OutputFolder(args.out_dir, PARTITIONS)], [args.assign_dir]
-    else:
-        default = args.assign_dir is None
-        folders = [OutputFolder(args.out_dir, PARTITIONS, default_assign_dir="assignment" if default else ""),
-                   OutputFolder(args.out_dir / "assignment" if default else args.assign_dir, ASSIGNMENT, ntypes)]
-    inputs = [meta.path, *(path for _, path in meta.all_files())]
-    with agreed(comm):
-        if comm.Get_rank() == 0:
-            removals = [r for f in folders
-                        for r in plan_removals(f, meta.root, inputs, reads, args.overwrite, args.resume)]
-            claim(folders, removals)
-
-
-def _step1_options(args: argparse.Namespace) -> dict:
-    """What Step 1's assignment depends on besides the input (and the number of ranks)."""
-    keys = ("method", "seed", "balance_ntypes", "balance_edges", "balance_feature", "imbalance", "vertex_order")
-    recorded = {k: getattr(args, k) for k in keys if hasattr(args, k)}
-    recorded["num_parts"] = args.num_parts
-    return recorded
-
-
-def _recorded_options(args: argparse.Namespace, assignment) -> dict:
-    """What the output depends on besides the input, for the manifest."""
-    recorded = _step1_options(args) if hasattr(args, "method") else {}
-    recorded.update(num_parts=assignment.num_parts, assignment=assignment.algo_name)
-    return recorded   # dispatch adds how the partitions are stored (dispatch.output_options)
-
-
-def _input_fingerprint(comm: Intracomm, meta) -> str:
-    from .mpi.collective import agreed
-    from .partitions.manifest import input_fingerprint
-    with agreed(comm):
-        fingerprint = input_fingerprint(meta) if comm.Get_rank() == 0 else None
-    return comm.bcast(fingerprint, root=0)
-
-
-def _step1(comm: Intracomm, args: argparse.Namespace, meta, assign_dir: Path, key, max_bytes: int, log):
-    """Compute and write the assignment, or with --resume read back the one a previous run
-    completed with the same key. Collective."""
-    from .assign.assignment import fingerprint, parmetis_assignment, random_assignment, read_assignment, write_assignment
-    from .assign.balance import BalanceOptions
-    from .mpi.collective import agreed
-    from .errors import InputError
-    from .run.resume import RECORD, check_record, remove_record, write_record
-
-    if args.resume:
-        with agreed(comm):
-            record = check_record(assign_dir, key) if comm.Get_rank() == 0 else None
-        record = comm.bcast(record, root=0)
-        if record is not None:
-            with log.stage(comm, "read_assign"):
-                assignment = read_assignment(comm, meta, assign_dir, args.num_parts)
-            with agreed(comm):
-                if fingerprint(comm, assignment, meta) != record.get("digest"):
-                    raise InputError(assign_dir, f"the assignment files differ from what {RECORD} recorded "
-                                                 f"(changed after writing): rerun with --overwrite")
-            if comm.Get_rank() == 0:
-                log.progress.note(f"resume: the assignment in {assign_dir} is complete, kept")
-            return assignment
-    with agreed(comm):
-        if comm.Get_rank() == 0 and Path(assign_dir).is_dir():
-            remove_record(assign_dir)
-    with log.stage(comm, "assign"):
-        if args.method == "random":
-            assignment = random_assignment(comm, meta, args.num_parts, args.seed)
-        elif args.method == "kaminpar":
-            from .assign.kaminpar import kaminpar_assignment
-            balance = BalanceOptions(args.balance_ntypes, args.balance_edges,
-                                     tuple(args.balance_feature), args.imbalance)
-            assignment = kaminpar_assignment(comm, meta, args.num_parts, balance, args.seed, max_bytes,
-                                             log.progress, args.threads, assign_dir)
-        else:
-            balance = BalanceOptions(args.balance_ntypes, args.balance_edges,
-                                     tuple(args.balance_feature), args.imbalance)
-            assignment = parmetis_assignment(comm, meta, args.num_parts, balance, args.seed, max_bytes,
-                                             log.progress, args.vertex_order)
-        write_assignment(comm, assignment, meta, assign_dir)
-        digest = fingerprint(comm, assignment, meta)
-        with agreed(comm):
-            if comm.Get_rank() == 0:
-                write_record(assign_dir, key, digest=digest)
-    return assignment
-
-
-def _run(comm: Intracomm, args: argparse.Namespace, log) -> None:
-    from .assign.assignment import fingerprint, read_assignment
-    from .check.report import report
-    from .run.resume import RunKey
-    from .run.stages import format_stage_table, write_json
-    from .errors import InputError
-    from .dispatch.dispatch import dispatch
-    from .partitions.layout import check_layout
-    from .chunked.validate import validate
-    from .check.verify import verify
-
-    if not 1 <= args.max_message_mb <= 2047:
-        raise InputError(None, f"--max-message-mb must be between 1 and 2047 (MPI counts are 32-bit), "
-                               f"got {args.max_message_mb}")
-    max_bytes = args.max_message_mb << 20
-    num_parts = getattr(args, "num_parts", None)
-    if num_parts is not None:
-        check_layout(num_parts, comm.Get_size())
-
-    if args.command == "report":
-        report(comm, args.out_dir, args.balance_feature, args.json, args.plot)
-        return
-    graphbolt = _graphbolt(args)
-    if graphbolt is not None:  # before any work: without DGL the run could not finish
-        from .mpi.collective import agreed
-        from .partitions.graphbolt import load_graphbolt
-        with agreed(comm):
-            load_graphbolt()
-    if args.command == "verify" and args.quick:
-        from .check.verify import verify_quick
-        with log.stage(comm, "verify"):
-            summary = verify_quick(comm, args.out_dir)
-        if comm.Get_rank() == 0:
-            print(f"verify --quick: OK ({summary})", flush=True)
-        return
-    with log.stage(comm, "validate"):
-        meta = validate(comm, args.in_dir, full=args.command == "validate" and not args.quick)
-    outside = meta.files_outside_root()
-    if outside and comm.Get_rank() == 0:
-        log.progress.note(f"{len(outside)} chunk file{' lies' if len(outside) == 1 else 's lie'} outside "
-                          f"{meta.root} (e.g. {outside[0]}); every rank must be able to read "
-                          f"{'it' if len(outside) == 1 else 'them'}")
-    if num_parts is not None and num_parts > sum(meta.node_counts):
-        raise InputError(None, f"the number of partitions ({num_parts}) is larger than the number of "
-                               f"nodes ({sum(meta.node_counts)}): some partitions would be empty")
-    if args.command in ("dispatch", "pipeline"):
-        _check_resources(comm, args, meta, num_parts, log.progress)
-    if args.command in ("assign", "dispatch", "pipeline"):
-        _claim_output_folders(comm, args, meta)
-        input_key = _input_fingerprint(comm, meta)
-    if args.command == "assign" or args.command == "pipeline":
-        assign_dir = args.assign_dir if args.command == "assign" else (args.assign_dir or args.out_dir / "assignment")
-        assignment = _step1(comm, args, meta, assign_dir, RunKey(input_key, _step1_options(args)), max_bytes, log)
-    if args.command == "dispatch":
-        with log.stage(comm, "read_assign"):
-            assignment = read_assignment(comm, meta, args.assign_dir, num_parts)
-        check_layout(assignment.num_parts, comm.Get_size())
-    if args.command in ("dispatch", "pipeline"):
-        key = RunKey(input_key, _recorded_options(args, assignment), fingerprint(comm, assignment, meta))
-        dispatch(comm, meta, assignment, args.out_dir, key=key, max_bytes=max_bytes, log=log,
-                 resume=args.resume, graphbolt=graphbolt, graph_formats=_graph_formats(args))
-    if args.command == "verify" or (args.command == "pipeline" and args.verify):
-        if args.command == "verify":
-            with log.stage(comm, "read_assign"):
-                assignment = read_assignment(comm, meta, args.assign_dir, num_parts)
-        with log.stage(comm, "verify"):
-            summary = verify(comm, meta, assignment, args.out_dir, max_bytes=max_bytes,
-                             progress=log.progress)
-        if comm.Get_rank() == 0:
-            print(f"verify: OK ({summary})", flush=True)
-    if args.command == "pipeline":
-        with log.stage(comm, "report"):
-            report(comm, args.out_dir, args.balance_feature)
-
-    stats = log.gather(comm)
-    if stats is not None:
-        if args.command != "validate":
-            print(format_stage_table(stats), flush=True)
-        else:
-            print(f"validate: OK ({len(meta.node_types)} node types, {len(meta.edge_types)} edge types, "
-                  f"{sum(meta.node_counts)} nodes, {sum(meta.edge_counts)} edges)", flush=True)
-        if args.stats_json:
-            write_json(str(args.stats_json), stats)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,44 @@
 partitioners need: `adjacency` builds the distributed CSR, `ordering` puts hubs first,
 `balance` turns balance options into vertex weights, `parmetis` binds ParMETIS, `parhip` writes
 the graph KaMinPar reads and `kaminpar` runs it. Dispatch and the checks import only
-`assignment` from here.
+`assignment` from here. `compute_assignment` below is the one place that picks a method.
 """
-__all__ = ["assignment", "adjacency", "ordering", "balance", "parmetis", "parhip", "kaminpar"]
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+__all__ = ["METHODS", "compute_assignment"]
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from mpi4py.MPI import Intracomm
+
+    from ..chunked.metadata import GraphMeta
+    from ..run.progress import Progress
+    from .assignment import Assignment
+    from .balance import BalanceOptions
+
+# Step 1's methods, as `--method` names them.
+METHODS = ("parmetis", "kaminpar", "random")
+
+
+def compute_assignment(comm: "Intracomm", meta: "GraphMeta", num_parts: int, method: str,
+                       balance: "BalanceOptions", seed: int = 0, max_bytes: Optional[int] = None,
+                       progress: "Optional[Progress]" = None, *, vertex_order: str = "degree",
+                       threads: Optional[int] = None, work_dir: "str | Path" = ".") -> "Assignment":
+    """Step 1 by the named method: the one place that chooses, for the command line and
+    `partition_graph`. Collective. Each method's module is imported only when chosen
+    (KaMinPar and ParMETIS are optional at run time)."""
+    from ..mpi.exchange import DEFAULT_MAX_BYTES
+    max_bytes = DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
+    if method == "random":
+        from .assignment import random_assignment
+        return random_assignment(comm, meta, num_parts, seed)
+    if method == "kaminpar":
+        from .kaminpar import kaminpar_assignment
+        return kaminpar_assignment(comm, meta, num_parts, balance, seed, max_bytes, progress, threads, work_dir)
+    if method == "parmetis":
+        from .assignment import parmetis_assignment
+        return parmetis_assignment(comm, meta, num_parts, balance, seed, max_bytes, progress, vertex_order)
+    raise ValueError(f"unknown Step 1 method {method!r}; choose one of {', '.join(METHODS)}")

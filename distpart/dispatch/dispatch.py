@@ -21,12 +21,10 @@ other files, and the config gains DGL's `part_graph_graphbolt` keys.
 """
 from __future__ import annotations
 
-import json
-import os
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 from mpi4py import MPI
@@ -36,27 +34,26 @@ from ..chunked.blocks import read_edge_block
 from ..mpi.collective import agreed
 from ..run.stages import StageLog
 from ..partitions.dglformat import TensorDictWriter, to_storable, write_graph, write_tensor_dict
-from ..errors import InputError
 from ..run.guards import writing
 from ..mpi.exchange import DEFAULT_MAX_BYTES, allreduce_sum, exchange, exscan_sum, lookup
 from ..chunked.metadata import GraphMeta
 from ..partitions.layout import PartitionLayout, check_layout, partition_config
-from ..paths import CONFIG_FILE, GRAPHBOLT_FILE, PART_FILES, STAGED_SUFFIX, part_dir
+from ..paths import GRAPHBOLT_FILE, PART_FILES, part_dir
 from ..run.faults import pause_point
-from ..partitions.manifest import MANIFEST_FILE, build_manifest, check_files, file_entry, write_manifest
 from ..run.progress import Progress
 from ..chunked.readers import FeatureSource
 from ..arrays import new_node_ids
 from ..partitions.partbook import range_starts, type_of
+from .publish import (gathered_edge_counts, output_options, prepare_output, publish_output,
+                      publish_partition, reusable_partitions, staged_path)
 from .relabel import by_partition, local_graph, node_groups
-from ..run.resume import RunKey, check_record, remove_record, write_record
+from ..run.resume import RunKey
 
 if TYPE_CHECKING:
     from mpi4py.MPI import Intracomm
 
     from ..partitions.graphbolt import GraphboltOptions
 
-FileEntry = Tuple[str, Dict[str, Any]]
 
 @dataclass
 class _Edges:
@@ -109,8 +106,8 @@ def dispatch(comm: Intracomm, meta: GraphMeta, assignment: Assignment, out_dir: 
     layout = PartitionLayout(assignment.num_parts, comm.Get_size())
     check_layout(layout.num_parts, layout.nranks)
     mine = layout.parts_of(comm.Get_rank())
-    _prepare_output(comm, out_dir, mine)
-    published = _reusable_partitions(comm, out_dir, mine, key, progress) if resume else {}
+    prepare_output(comm, out_dir, mine)
+    published = reusable_partitions(comm, out_dir, mine, key, progress) if resume else {}
 
     with log.stage(comm, "relabel"):
         state = _relabel_nodes(comm, meta, assignment)
@@ -121,7 +118,7 @@ def dispatch(comm: Intracomm, meta: GraphMeta, assignment: Assignment, out_dir: 
     if state.todo.any():
         _send_everything(comm, meta, assignment, state, layout, out_dir, max_bytes, log)
     else:  # every partition was complete: only the config and manifest are missing
-        state.edge_counts = _gathered_edge_counts(comm, published, layout.num_parts)
+        state.edge_counts = gathered_edge_counts(comm, published, layout.num_parts)
     config = partition_config(meta, assignment.num_parts, assignment.algo_name, state.node_counts, state.edge_counts, graphbolt is not None)
     names = PART_FILES + ((GRAPHBOLT_FILE,) if graphbolt is not None else ())
     with log.stage(comm, "write"):
@@ -129,11 +126,11 @@ def dispatch(comm: Intracomm, meta: GraphMeta, assignment: Assignment, out_dir: 
             for p in building:
                 with writing(part_dir(out_dir, p)):
                     _write_partition(out_dir, p, meta, state, graphbolt, graph_formats)
-                    published[p] = (_publish_partition(out_dir, p, key, state.edge_counts[p], names),
+                    published[p] = (publish_partition(out_dir, p, key, state.edge_counts[p], names),
                                     state.edge_counts[p].tolist())
                 progress.advance(1)
                 pause_point("partition-published", comm.Get_rank())
-        _publish(comm, out_dir, [e for p in mine for e in published[p][0]], config, key)
+        publish_output(comm, out_dir, [e for p in mine for e in published[p][0]], config, key)
     return config
 
 
@@ -147,129 +144,26 @@ def _send_everything(comm: Intracomm, meta: GraphMeta, assignment: Assignment, s
         with log.stage(comm, "nodes"):
             with agreed(comm), writing(out_dir):
                 nfeat_writers = {p: files.enter_context(TensorDictWriter(
-                    _staged(out_dir, p, "node_feat.dgl"), _count_feats(meta.node_data))) for p in building}
+                    staged_path(out_dir, p, "node_feat.dgl"), _count_feats(meta.node_data))) for p in building}
             orig_nids = _send_nodes(comm, meta, assignment, state, layout, nfeat_writers, max_bytes, progress)
         with agreed(comm), writing(out_dir):
             for p in building:
-                write_tensor_dict(_staged(out_dir, p, "orig_nids.dgl"), orig_nids[p])
+                write_tensor_dict(staged_path(out_dir, p, "orig_nids.dgl"), orig_nids[p])
         del orig_nids
         with log.stage(comm, "edges"):
             _send_edges(comm, meta, assignment, state, layout, max_bytes, progress)
         with log.stage(comm, "edge_feats"):
             with agreed(comm), writing(out_dir):
                 efeat_writers = {p: files.enter_context(TensorDictWriter(
-                    _staged(out_dir, p, "edge_feat.dgl"), _count_feats(meta.edge_data))) for p in building}
+                    staged_path(out_dir, p, "edge_feat.dgl"), _count_feats(meta.edge_data))) for p in building}
             _send_edge_features(comm, meta, state, layout, efeat_writers, max_bytes, progress)
         # Closing flushes the last bytes, which can fail on a full disk: agree on it.
         with agreed(comm), writing(out_dir):
             files.close()
 
 
-def _staged(out_dir: Path, p: int, name: str) -> Path:
-    """Where partition p's file `name` is written until the partition is complete."""
-    if name == GRAPHBOLT_FILE:
-        # torch.save names the archive inside the file after the name up to its last dot:
-        # `<stem>.partial` gives the bytes DGL writes to `<stem>.pt`.
-        return part_dir(out_dir, p) / (Path(name).stem + STAGED_SUFFIX)
-    return part_dir(out_dir, p) / (name + STAGED_SUFFIX)
-
-
-def output_options(graphbolt: Optional[GraphboltOptions], graph_formats: Sequence[str]) -> Dict[str, Any]:
-    """How the partitions are stored, as the manifest and the completion records name it.
-    Only choices other than the default appear, so an output written before these options
-    existed keeps its key (and `--resume` still accepts it)."""
-    options: Dict[str, Any] = {}
-    if graphbolt is not None:
-        options["graphbolt"] = graphbolt.as_json()
-    if tuple(graph_formats) != ("coo",):
-        options["graph_formats"] = list(graph_formats)
-    return options
-
-
-def _publish_partition(out_dir: Path, p: int, key: RunKey, edge_counts: np.ndarray,
-                       names: Tuple[str, ...] = PART_FILES) -> List[FileEntry]:
-    """Move partition p's complete files into place, then record it complete, so a file under
-    its final name is always whole and a record always vouches for whole files."""
-    entries = []
-    for name in names:
-        final = part_dir(out_dir, p) / name
-        os.replace(_staged(out_dir, p, name), final)
-        entries.append(file_entry(out_dir, final))
-    write_record(part_dir(out_dir, p), key, files=dict(entries), edge_counts=edge_counts.tolist())
-    return entries
-
-
-def _reusable_partitions(comm: Intracomm, out_dir: Path, mine: range, key: RunKey,
-                         progress: Progress) -> Dict[int, Tuple[List[FileEntry], List[int]]]:
-    """This rank's partitions that a previous run completed with the same key and whose files
-    are intact: {p: (manifest entries, edge counts per type)}. A record of another run is an
-    error on every rank; a damaged partition is rebuilt. Collective."""
-    from ..errors import OutputError
-    reusable = {}
-    with agreed(comm):
-        for p in mine:
-            folder = part_dir(out_dir, p)
-            record = check_record(folder, key)
-            if record is None:
-                continue
-            entries = sorted(record.get("files", {}).items())
-            try:
-                check_files(out_dir, entries)
-            except OutputError as e:
-                progress.note(f"resume: rebuilding part{p}: {e}")
-                remove_record(folder)
-                continue
-            reusable[p] = (entries, list(record.get("edge_counts", [])))
-    reused = comm.allreduce(len(reusable))
-    if comm.Get_rank() == 0:
-        progress.note(f"resume: {reused} of {comm.Get_size() * len(mine)} partitions complete "
-                      f"from a previous run, kept")
-    return reusable
-
-
-def _gathered_edge_counts(comm: Intracomm, published: Dict[int, Tuple[List[FileEntry], List[int]]],
-                          num_parts: int) -> np.ndarray:
-    """(P, E) edge counts from the records of reused partitions (every partition reused)."""
-    rows: Dict[int, List[int]] = {}
-    for part in comm.allgather({p: counts for p, (_, counts) in published.items()}):
-        rows.update(part)
-    return np.array([rows[p] for p in range(num_parts)], dtype=np.int64).reshape(num_parts, -1)
-
-
-def _publish(comm: Intracomm, out_dir: Path, entries: List[FileEntry], config: dict, key: RunKey) -> None:
-    """Rank 0 writes the manifest of every partition's files, then metadata.json, so
-    metadata.json exists only when every partition does. Collective."""
-    everyone = comm.gather(entries, root=0)  # a few names and sizes per partition
-    with agreed(comm), writing(out_dir):
-        if comm.Get_rank() == 0:
-            text = json.dumps(config, indent=2) + "\n"
-            write_manifest(out_dir, build_manifest([e for rank in everyone for e in rank],
-                                                   key.input, key.options, text))
-            tmp = out_dir / f".{CONFIG_FILE}.tmp"
-            tmp.write_text(text)
-            os.replace(tmp, out_dir / CONFIG_FILE)
-
-
 def _count_feats(groups) -> int:
     return sum(len(feats) for feats in groups.values())
-
-
-def _prepare_output(comm: Intracomm, out_dir: Path, mine: range) -> None:
-    """Remove a stale metadata.json and manifest first: an interrupted rerun must not look complete."""
-    with agreed(comm):
-        try:
-            if comm.Get_rank() == 0:
-                out_dir.mkdir(parents=True, exist_ok=True)
-                (out_dir / CONFIG_FILE).unlink(missing_ok=True)
-                (out_dir / MANIFEST_FILE).unlink(missing_ok=True)
-        except OSError as e:
-            raise InputError(out_dir, f"cannot prepare output folder: {e.strerror}") from None
-    with agreed(comm):
-        try:
-            for p in mine:
-                (part_dir(out_dir, p)).mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise InputError(out_dir, f"cannot create partition folder: {e.strerror}") from None
 
 
 # ---------------------------------------------------------------- 1. relabel
@@ -488,12 +382,12 @@ def _write_partition(out_dir: Path, p: int, meta: GraphMeta, state: _State,
     ndata = {"_ID": node_ids, "_TYPE": ntypes, "inner_node": inner}
     edata = {"_ID": np.arange(edge_first, edge_first + len(src), dtype=np.int64),
              "_TYPE": etypes, "inner_edge": np.ones(len(src), dtype=np.uint8)}
-    write_graph(_staged(out_dir, p, "graph.dgl"), len(node_ids), local_src, local_dst, ndata=ndata, edata=edata,
+    write_graph(staged_path(out_dir, p, "graph.dgl"), len(node_ids), local_src, local_dst, ndata=ndata, edata=edata,
                 formats=graph_formats)
     if graphbolt is not None:
         from ..partitions.graphbolt import write_partition_graph
-        write_partition_graph(_staged(out_dir, p, GRAPHBOLT_FILE), len(node_ids), local_src, local_dst,
+        write_partition_graph(staged_path(out_dir, p, GRAPHBOLT_FILE), len(node_ids), local_src, local_dst,
                               ndata, edata, list(meta.node_types), [e.name for e in meta.edge_types],
                               int(counts.sum()), graphbolt)
-    write_tensor_dict(_staged(out_dir, p, "orig_eids.dgl"),
+    write_tensor_dict(staged_path(out_dir, p, "orig_eids.dgl"),
                       {et.name: edges[e].orig for e, et in enumerate(meta.edge_types)})

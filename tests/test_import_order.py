@@ -1,0 +1,171 @@
+"""The package's imports run one way: a part never imports a higher part, and no module
+imports itself back through others.
+
+The parts, lowest first (docs/07-layout.md explains each):
+
+    errors/paths/arrays <- mpi <- run <- chunked <- assign <- partitions <- dispatch <- check
+    <- synthetic <- launch/api/cli
+
+Every import counts: module level, inside functions (lazy) and under TYPE_CHECKING, because
+each is a dependency a reader must follow. The walk is pure `ast`: nothing is imported, so
+no MPI starts.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Dict, List, Set, Tuple
+
+PACKAGE = Path(__file__).resolve().parents[1] / "distpart"
+
+# Lowest first. A top-level module is its own entry; a folder's modules are all one part.
+ORDER: List[Tuple[str, ...]] = [
+    ("errors", "paths", "arrays"),
+    ("mpi",),
+    ("run",),
+    ("chunked",),
+    ("assign",),
+    ("partitions",),
+    ("dispatch",),
+    ("check",),
+    ("synthetic",),
+    ("launch", "api", "commands", "cli", "__init__", "__main__"),
+]
+RANK = {name: rank for rank, names in enumerate(ORDER) for name in names}
+
+
+def module_name(root: Path, path: Path) -> str:
+    parts = [root.name, *path.relative_to(root).with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def part_of(root: Path, path: Path) -> str:
+    rel = path.relative_to(root).parts
+    return rel[0] if len(rel) > 1 else Path(rel[0]).stem
+
+
+def imports(root: Path) -> Dict[str, List[Tuple[Path, int, str]]]:
+    """module -> [(file relative to the package's parent, line, imported module)] for every
+    import of the package by itself."""
+    files = {module_name(root, f): f for f in sorted(root.rglob("*.py"))}
+    out: Dict[str, List[Tuple[Path, int, str]]] = {}
+    for mod, f in files.items():
+        package = mod if f.name == "__init__.py" else mod.rsplit(".", 1)[0]
+        edges = out.setdefault(mod, [])
+        for node in ast.walk(ast.parse(f.read_text(), str(f))):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                    base_mod = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    base_mod = node.module or ""
+                # `from pkg import submodule` depends on the submodule itself.
+                targets = [f"{base_mod}.{a.name}" if f"{base_mod}.{a.name}" in files else base_mod
+                           for a in node.names]
+            else:
+                continue
+            for t in targets:
+                if t == root.name or t.startswith(root.name + "."):
+                    while t not in files and "." in t:   # `import distpart.x.attr`
+                        t = t.rsplit(".", 1)[0]
+                    if t != mod:
+                        edges.append((f.relative_to(root.parent), node.lineno, t))
+    return out
+
+
+def problems(root: Path) -> List[str]:
+    """Every import against the order, and every cycle, as 'file:line: what' lines."""
+    found: List[str] = []
+    files = {module_name(root, f): f for f in root.rglob("*.py")}
+    graph = imports(root)
+    for mod, edges in graph.items():
+        src_part = part_of(root, files[mod])
+        if src_part not in RANK:
+            found.append(f"{files[mod].relative_to(root.parent)}: part {src_part!r} is not in the import "
+                         f"order (add it to ORDER)")
+            continue
+        for f, line, target in edges:
+            dst_part = part_of(root, files[target]) if target in files else None
+            if dst_part is None or dst_part not in RANK:
+                continue
+            if RANK[dst_part] > RANK[src_part]:
+                found.append(f"{f}:{line}: {mod} imports {target}: part {dst_part!r} is above "
+                             f"{src_part!r} in the import order")
+    # Cycles: depth-first search, reporting each back edge once with its file and line.
+    state: Dict[str, int] = {}
+    stack: List[str] = []
+
+    def visit(mod: str) -> None:
+        state[mod] = 1
+        stack.append(mod)
+        for f, line, target in graph.get(mod, []):
+            if state.get(target) == 1:
+                loop = stack[stack.index(target):] + [target]
+                found.append(f"{f}:{line}: import cycle: {' -> '.join(loop)}")
+            elif target not in state:
+                visit(target)
+        stack.pop()
+        state[mod] = 2
+
+    for mod in sorted(graph):
+        if mod not in state:
+            visit(mod)
+    return found
+
+
+def test_the_package_imports_one_way() -> None:
+    found = problems(PACKAGE)
+    assert not found, "imports against the order or in a cycle:\n" + "\n".join(found)
+
+
+def test_every_part_is_in_the_order() -> None:
+    parts: Set[str] = {part_of(PACKAGE, f) for f in PACKAGE.rglob("*.py")}
+    assert parts <= set(RANK), f"parts missing from ORDER: {sorted(parts - set(RANK))}"
+
+
+def _tree(tmp_path: Path, files: Dict[str, str]) -> Path:
+    root = tmp_path / "distpart"
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def test_a_planted_back_import_is_named_with_file_and_line(tmp_path: Path) -> None:
+    root = _tree(tmp_path, {
+        "__init__.py": "",
+        "errors.py": "",
+        "mpi/__init__.py": "",
+        "mpi/exchange.py": "from ..errors import X\n",
+        "chunked/__init__.py": "",
+        "chunked/metadata.py": "from ..errors import X\n",
+        "assign/__init__.py": "",
+        "assign/ordering.py": "import numpy\n\ndef f():\n    from ..dispatch.relabel import g\n",
+        "dispatch/__init__.py": "",
+        "dispatch/relabel.py": "from ..chunked.metadata import GraphMeta\n",
+    })
+    found = problems(root)
+    assert len(found) == 1, found
+    assert found[0].startswith(f"{Path('distpart', 'assign', 'ordering.py')}:4: ")
+    assert "distpart.dispatch.relabel" in found[0] and "'dispatch' is above 'assign'" in found[0]
+
+
+def test_a_planted_cycle_is_named(tmp_path: Path) -> None:
+    root = _tree(tmp_path, {
+        "__init__.py": "",
+        "chunked/__init__.py": "",
+        "chunked/metadata.py": "from . import blocks\n",
+        "chunked/blocks.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .metadata import M\n",
+    })
+    found = problems(root)
+    assert len(found) == 1 and "import cycle" in found[0], found
+    assert "distpart.chunked.metadata -> distpart.chunked.blocks -> distpart.chunked.metadata" in found[0] \
+        or "distpart.chunked.blocks -> distpart.chunked.metadata -> distpart.chunked.blocks" in found[0]
+
+
+def test_an_unknown_part_is_named(tmp_path: Path) -> None:
+    root = _tree(tmp_path, {"__init__.py": "", "extras/__init__.py": "", "extras/thing.py": ""})
+    assert any("'extras' is not in the import order" in p for p in problems(root))
