@@ -23,19 +23,19 @@ from ..arrays import keyed_permutation
 from ..chunked.blocks import rank_bounds
 from ..mpi.collective import agreed
 from ..errors import InputError
-from ..mpi.exchange import allreduce_sum, exscan_sum
+from ..mpi.exchange import allreduce_max, allreduce_sum, exscan_sum
 from ..mpi.exchange import DEFAULT_MAX_BYTES
 from ..chunked.metadata import GraphMeta, read_json
 from ..paths import file_in
 from ..run.progress import Progress
 from ..chunked.readers import block_bounds, read_csv_ints
+from ..mpi.files import open_for_writing, write_at
 
 if TYPE_CHECKING:
     from mpi4py.MPI import Intracomm
     from .balance import BalanceOptions
 
 META_FILE = "partition_meta.json"
-_WRITE_PIECE = 1 << 30  # bytes per MPI-IO call: keeps counts far below 2**31
 
 
 @dataclass
@@ -185,7 +185,6 @@ def format_lines(values: np.ndarray) -> bytes:
 
 def write_assignment(comm: Intracomm, assignment: Assignment, meta: GraphMeta, out_dir: Path) -> None:
     """Write `<ntype>.txt` for every type and partition_meta.json. Collective."""
-    from mpi4py import MPI
 
     out_dir = Path(out_dir)
     with agreed(comm):
@@ -199,16 +198,8 @@ def write_assignment(comm: Intracomm, assignment: Assignment, meta: GraphMeta, o
         data = np.frombuffer(format_lines(assignment.blocks[ntype].parts), dtype=np.uint8)
         offset = int(exscan_sum(comm, np.array([len(data)]))[0])
         path = file_in(out_dir, ntype, ".txt")
-        try:
-            fh = MPI.File.Open(comm, str(path), MPI.MODE_WRONLY | MPI.MODE_CREATE)
-        except MPI.Exception as e:  # collective open: every rank gets the error
-            raise InputError(path, f"cannot open for writing: {e.Get_error_string()}") from None
-        try:
-            fh.Set_size(0)  # collective: an older, longer file must not leave a stale tail
-            for a in range(0, len(data), _WRITE_PIECE):
-                fh.Write_at(offset + a, data[a:a + _WRITE_PIECE])
-        finally:
-            fh.Close()
+        with open_for_writing(comm, path, InputError) as fh:
+            write_at(fh, offset, data)
     comm.Barrier()
     if comm.Get_rank() == 0:
         # Written last, so a folder with partition_meta.json holds a complete assignment.
@@ -236,7 +227,6 @@ def read_assignment(comm: Intracomm, meta: GraphMeta, assign_dir: Path,
     The number of partitions comes from partition_meta.json, else `num_parts`, else the
     largest partition ID + 1.
     """
-    from mpi4py import MPI
 
     assign_dir = Path(assign_dir)
     rank, size = comm.Get_rank(), comm.Get_size()
@@ -268,7 +258,7 @@ def read_assignment(comm: Intracomm, meta: GraphMeta, assign_dir: Path,
         nparts, algo = num_parts, "random"
     else:
         top = max((int(v.max()) for v in local.values() if len(v)), default=0)
-        nparts, algo = comm.allreduce(top, op=MPI.MAX) + 1, "random"
+        nparts, algo = int(allreduce_max(comm, np.array([top]))[0]) + 1, "random"
     blocks = {}
     with agreed(comm):
         for t, ntype in enumerate(meta.node_types):

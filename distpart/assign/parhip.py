@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Optional
 import numpy as np
 
 from ..errors import OutputError
+from ..mpi.files import WRITE_PIECE, open_for_writing
 
 if TYPE_CHECKING:
     from mpi4py.MPI import Intracomm
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
 
 HEADER_BYTES = 24
 _LIMIT32 = 2**31  # a value must stay below this to be stored in 32 bits
-_WRITE_PIECE = 1 << 30  # bytes per MPI-IO call: keeps counts far below 2**31
 
 
 def version_word(node_weights: bool, edge_weights: bool = False, eid_bytes: int = 8, vid_bytes: int = 8,
@@ -112,7 +112,7 @@ def choose_widths(n: int, m: int, max_node_weight: Optional[int] = None) -> Parh
 
 
 def _pieces(length: int, itemsize: int) -> range:
-    return range(0, length, max(1, _WRITE_PIECE // itemsize))
+    return range(0, length, max(1, WRITE_PIECE // itemsize))
 
 
 def write_parhip(comm: Intracomm, path: "str | Path", csr: DistributedCSR,
@@ -123,7 +123,7 @@ def write_parhip(comm: Intracomm, path: "str | Path", csr: DistributedCSR,
     (`layout` forces one, for tests; else `choose_widths`)."""
     from mpi4py import MPI
     from ..mpi.collective import agreed
-    from ..mpi.exchange import allreduce_sum, exscan_sum
+    from ..mpi.exchange import allreduce_max, allreduce_sum, exscan_sum
 
     rank, size = comm.Get_rank(), comm.Get_size()
     nlocal = len(csr.xadj) - 1
@@ -135,8 +135,7 @@ def write_parhip(comm: Intracomm, path: "str | Path", csr: DistributedCSR,
         raise ValueError(f"{len(node_weights)} node weights for {nlocal} rows")
     top = int(np.max(node_weights)) if weighted and nlocal else 0
     m = int(allreduce_sum(comm, np.array([mlocal]))[0])
-    max_weight = np.zeros(1, dtype=np.int64)
-    comm.Allreduce(np.array([top], dtype=np.int64), max_weight, op=MPI.MAX)
+    max_weight = allreduce_max(comm, np.array([top]))
     first = int(exscan_sum(comm, np.array([mlocal]))[0])  # global number of this rank's first entry
     n = int(csr.vtxdist[-1])
     if layout is None:
@@ -145,13 +144,7 @@ def write_parhip(comm: Intracomm, path: "str | Path", csr: DistributedCSR,
         raise ValueError(f"layout {layout} does not describe this graph (n={n}, m={m}, weights={weighted})")
 
     path = str(path)
-    with agreed(comm):
-        try:
-            fh = MPI.File.Open(comm, path, MPI.MODE_WRONLY | MPI.MODE_CREATE)
-        except MPI.Exception as e:  # collective open: every rank gets the error
-            raise OutputError(path, f"cannot open for writing: {e.Get_error_string()}") from None
-    try:
-        fh.Set_size(0)  # collective: an older, longer file must not leave a stale tail
+    with open_for_writing(comm, path, OutputError) as fh:
         with agreed(comm):
             try:
                 if rank == 0:
@@ -160,24 +153,22 @@ def write_parhip(comm: Intracomm, path: "str | Path", csr: DistributedCSR,
                 count = nlocal + (1 if rank == size - 1 else 0)
                 odt = layout.offset_dtype
                 for a in _pieces(count, odt.itemsize):
-                    b = min(count, a + _WRITE_PIECE // odt.itemsize)
+                    b = min(count, a + WRITE_PIECE // odt.itemsize)
                     entries = np.asarray(csr.xadj[a:b], dtype=np.int64) - x0 + first
                     fh.Write_at(layout.offsets_at + (lo + a) * odt.itemsize,
                                 layout.offset_values(entries).astype(odt))
                 vdt = layout.id_dtype
                 for a in _pieces(mlocal, vdt.itemsize):
-                    b = min(mlocal, a + _WRITE_PIECE // vdt.itemsize)
+                    b = min(mlocal, a + WRITE_PIECE // vdt.itemsize)
                     fh.Write_at(layout.adjacency_at + (first + a) * vdt.itemsize,
                                 np.asarray(csr.adjncy[x0 + a:x0 + b]).astype(vdt))
                 if weighted:
                     wdt = layout.weight_dtype
                     for a in _pieces(nlocal, wdt.itemsize):
-                        b = min(nlocal, a + _WRITE_PIECE // wdt.itemsize)
+                        b = min(nlocal, a + WRITE_PIECE // wdt.itemsize)
                         fh.Write_at(layout.node_weights_at + (lo + a) * wdt.itemsize,
                                     np.asarray(node_weights[a:b]).astype(wdt))
             except MPI.Exception as e:
                 raise OutputError(path, f"cannot write the KaMinPar input: {e.Get_error_string()}") from None
-    finally:
-        fh.Close()
     comm.Barrier()  # every rank's bytes are in place before anyone reads the file
     return layout

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..arrays import offsets
 from ..errors import DistpartError
-from ..mpi.exchange import allreduce_sum
+from ..mpi.exchange import allreduce_max, allreduce_sum
 
 if TYPE_CHECKING:
     from mpi4py.MPI import Intracomm
@@ -267,7 +267,7 @@ def part_kway(lib: ParMetisLibrary, comm: Intracomm, vtxdist: np.ndarray, xadj: 
     if num_parts == 1:
         return np.zeros(nloc, dtype=np.int64)
     check_fits(lib, "the number of vertices", int(vtxdist[-1]))
-    check_fits(lib, "the largest local adjacency", comm.allreduce(len(adjncy), op=MPI.MAX))
+    check_fits(lib, "the largest local adjacency", int(allreduce_max(comm, np.array([len(adjncy)]))[0]))
     if vwgt is not None:
         totals = allreduce_sum(comm, vwgt.sum(axis=0))
         check_fits(lib, "the largest total vertex weight", int(totals.max()))

@@ -15,7 +15,7 @@ import numpy as np
 from ..arrays import first_outside
 from ..mpi.collective import agreed
 from ..errors import InputError
-from ..mpi.exchange import allgather_int64, allreduce_sum, exscan_sum
+from ..mpi.exchange import allgather_int64, allreduce_max, allreduce_sum, exscan_sum
 from .metadata import EdgeType, GraphMeta
 from ..run.progress import Progress
 from .readers import edge_file_sizes, pieces_of_block, read_edge_piece, split_pieces
@@ -65,8 +65,7 @@ def edge_pieces(comm: Intracomm, meta: GraphMeta, etype: EdgeType, max_rows: Opt
         unit = 16 if files.fmt.name == "csv" else 1
         if max_rows is not None:
             pieces = split_pieces(pieces, max_rows * unit)
-    from mpi4py import MPI
-    count = comm.allreduce(len(pieces), op=MPI.MAX)
+    count = int(allreduce_max(comm, np.array([len(pieces)]))[0])
     for k in range(count):
         with agreed(comm):
             if k < len(pieces):

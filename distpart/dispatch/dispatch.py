@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
-from mpi4py import MPI
 
 from ..assign.assignment import Assignment
 from ..chunked.blocks import read_edge_block
@@ -35,7 +34,7 @@ from ..mpi.collective import agreed
 from ..run.stages import StageLog
 from ..partitions.dglformat import TensorDictWriter, to_storable, write_graph, write_tensor_dict
 from ..run.guards import writing
-from ..mpi.exchange import DEFAULT_MAX_BYTES, allreduce_sum, exchange, exscan_sum, lookup
+from ..mpi.exchange import DEFAULT_MAX_BYTES, allreduce_max, allreduce_sum, exchange, exscan_sum, lookup
 from ..chunked.metadata import GraphMeta
 from ..partitions.layout import PartitionLayout, check_layout, partition_config
 from ..paths import GRAPHBOLT_FILE, PART_FILES, part_dir
@@ -190,7 +189,7 @@ def _batch_rows(row_bytes: int, max_bytes: int) -> int:
 
 def _batches(comm: Intracomm, n: int, batch: int) -> int:
     """Number of batches every rank must run so that collectives match across ranks."""
-    return comm.allreduce(-(-n // batch), op=MPI.MAX)
+    return int(allreduce_max(comm, np.array([-(-n // batch)]))[0])
 
 
 def _send_nodes(comm: Intracomm, meta, assignment, state: _State, layout: PartitionLayout,

@@ -82,7 +82,7 @@ def alltoallv_grouped(comm: Intracomm, columns: Sequence[np.ndarray], send_count
     recv_counts = np.empty(nranks, dtype=np.int64)
     comm.Alltoall(send_counts, recv_counts)
     row_bytes = sum(_row_bytes(c) for c in columns)
-    rounds = comm.allreduce(rounds_needed(send_counts, recv_counts, row_bytes, max_bytes), op=MPI.MAX)
+    rounds = int(allreduce_max(comm, np.array([rounds_needed(send_counts, recv_counts, row_bytes, max_bytes)]))[0])
 
     sdispl, rdispl = exclusive_cumsum(send_counts), exclusive_cumsum(recv_counts)
     outs = [np.empty((int(recv_counts.sum()), *c.shape[1:]), dtype=c.dtype) for c in columns]
@@ -170,6 +170,15 @@ def allreduce_sum(comm: Intracomm, arr: np.ndarray) -> np.ndarray:
     arr = np.ascontiguousarray(arr, dtype=np.int64)
     out = np.empty_like(arr)
     comm.Allreduce(arr, out, op=MPI.SUM)
+    return out
+
+
+def allreduce_max(comm: Intracomm, arr: np.ndarray) -> np.ndarray:
+    """Elementwise maximum over ranks of an int64 array (buffer-based)."""
+    from mpi4py import MPI
+    arr = np.ascontiguousarray(arr, dtype=np.int64)
+    out = np.empty_like(arr)
+    comm.Allreduce(arr, out, op=MPI.MAX)
     return out
 
 
