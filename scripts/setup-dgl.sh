@@ -2,7 +2,7 @@
 # Build, once, the separate Python environment with real DGL 2.1.0 that the real-DGL tests
 # (tests/test_dgl_interop.py, mpi_tests/test_dgl_*.py, mpi_tests/test_graphbolt.py) run their
 # checks under, and that runs distpart itself when it writes GraphBolt output (--graphbolt
-# needs torch and DGL in the ranks' Python) or trains with DGL (README, "Training with DGL").
+# needs torch and DGL in the ranks' Python) or trains with DGL (docs/05-output.md, "Training with DGL").
 #
 #   bash scripts/setup-dgl.sh        # prints one line: where the environment is
 #   DISTPART_DGL_PYTHON=<env>/bin/python bash scripts/test.sh

@@ -2,7 +2,8 @@
 
 `exchange` moves rows between ranks (bounded-size `Alltoallv` rounds, the distributed owner
 lookup, the int64 reductions and prefix sums); `collective` keeps ranks in step when one of
-them fails (`agreed`); `world` checks the world a run got against what its launcher meant to
-start. Nothing here knows about graphs: it sits just above `errors` and `arrays`.
+them fails (`agreed`); `files` writes one file from every rank at once (MPI-IO); `world`
+checks the world a run got against what its launcher meant to start. Nothing here knows
+about graphs: it sits just above `errors` and `arrays`.
 """
-__all__ = ["exchange", "collective", "world"]
+__all__ = ["exchange", "collective", "files", "world"]
