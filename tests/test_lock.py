@@ -60,21 +60,76 @@ def test_a_holder_on_another_host_is_never_broken(tmp_path):
     assert read_holder(tmp_path / LOCK_NAME) == other
 
 
-def test_unreadable_lock_and_unusable_folder(tmp_path):
-    (tmp_path / LOCK_NAME).write_text("not json")
-    with pytest.raises(InputError, match="names no run"):
-        FolderLock(tmp_path, current_holder("x")).acquire()
+@pytest.mark.parametrize("content", ["not json", "", '{"host": "h"}', "\x00\xff" * 40,
+                                     '{"host": "%s", "pid": 99999999999999999999999, "started": "then"}'])
+def test_any_content_of_an_unheld_lock_is_taken_over_with_a_note(tmp_path, content):
+    """Garbage, an empty file (a run killed between creating and writing it), a PID no
+    process can have: nobody holds the flock, so the lock is taken, never an OverflowError."""
+    (tmp_path / LOCK_NAME).write_text(content.replace("%s", socket.gethostname()))
+    lock = FolderLock(tmp_path, current_holder("x")).acquire()
+    assert read_holder(tmp_path / LOCK_NAME).pid == os.getpid()
+    if content.strip():
+        assert len(lock.notes) == 1 and ("named no run" in lock.notes[0] or "stale lock" in lock.notes[0])
+    lock.release()
+    assert not (tmp_path / LOCK_NAME).exists()
+
+
+def test_unusable_folder(tmp_path):
     (tmp_path / "file").write_text("")
     with pytest.raises(InputError, match="exists and is not a folder"):
         FolderLock(tmp_path / "file", current_holder("x")).acquire()
 
 
-def test_release_leaves_a_lock_someone_else_took(tmp_path):
+def test_release_leaves_a_lock_file_that_is_not_its_own(tmp_path):
+    """Someone replaced the lock file (a new file at the path): release removes only its own."""
     lock = FolderLock(tmp_path, current_holder("x")).acquire()
     other = Holder("elsewhere", 5, "now", None, "y")
-    (tmp_path / LOCK_NAME).write_text(json.dumps(other.__dict__))
+    (tmp_path / "other").write_text(json.dumps(other.__dict__))
+    os.replace(tmp_path / "other", tmp_path / LOCK_NAME)
     lock.release()
     assert read_holder(tmp_path / LOCK_NAME) == other
+
+
+def _start_many(folder, n: int, stale_content: str) -> list:
+    """n processes that each try to take the lock at the same moment (released together by a
+    pipe) and hold it a little while; returns each one's outcome. Deciding staleness is slowed
+    to 50 ms, as on a slow network file system: a takeover that is not atomic then loses."""
+    script = (
+        "import os, sys, time\n"
+        "import distpart.run.lock as L\n"
+        "from distpart.run.lock import FolderLock, current_holder\n"
+        "from distpart.errors import InputError\n"
+        "real = L.is_stale\n"
+        "L.is_stale = lambda *a, **k: (time.sleep(0.05), real(*a, **k))[1]\n"
+        "sys.stdin.read(1)\n"
+        "try:\n"
+        "    lock = FolderLock(sys.argv[1], current_holder('distpart pipeline')).acquire()\n"
+        "except InputError as e:\n"
+        "    print('refused', e); sys.exit(0)\n"
+        "print('locked'); sys.stdout.flush(); time.sleep(0.5); lock.release()\n")
+    (folder / LOCK_NAME).write_text(stale_content)
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(folder)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True) for _ in range(n)]
+    for p in procs:   # all started; now let them go at once
+        p.stdin.write("x")
+        p.stdin.flush()
+    for p in procs:
+        p.stdin.close()
+    outcomes = []
+    for p in procs:
+        outcomes.append(p.stdout.read().strip())
+        p.wait(timeout=60)
+    return outcomes
+
+
+@pytest.mark.parametrize("attempt", range(3))
+def test_many_starts_against_a_stale_lock_exactly_one_runs(tmp_path, attempt):
+    stale = Holder(socket.gethostname(), dead_pid(), "yesterday", None, "distpart pipeline")
+    outcomes = _start_many(tmp_path, 8, json.dumps(stale.__dict__))
+    assert sum(o == "locked" for o in outcomes) == 1, outcomes
+    assert all(o == "locked" or o.startswith("refused") and "in use by another distpart run" in o
+               for o in outcomes), outcomes
+    assert not (tmp_path / LOCK_NAME).exists()   # the winner released it
 
 
 def test_an_unreaped_killed_holder_is_stale():

@@ -1,17 +1,30 @@
-"""One run per output folder: a lock file naming its holder (host, PID, start time).
+"""One run per output folder: a lock file naming its holder (host, PID, start time), held
+with `flock` for the run's whole life.
 
 Two runs writing one folder (a double submission, or a launcher/library mismatch that
 starts N one-rank jobs) interleave their partition files and leave output that looks
-complete but is not. Rank 0 creates `<folder>/.distpart.lock` with O_CREAT|O_EXCL (atomic
-on local file systems and on NFSv3+) before anything in the folder is touched, and removes
-it when the run ends, also on error. A lock left by a run that was killed is stale: on the
-holder's own host that is decided by checking that its PID is gone (or now belongs to a
-different process, by start time); a lock held from another host is never broken silently.
+complete but is not. Rank 0 takes `<folder>/.distpart.lock` before anything in the folder
+is touched and removes it when the run ends, also on error.
+
+Holding the lock is an exclusive `flock` on the open lock file, not the file's existence:
+the kernel (or the NFS lock manager) drops it when the holder dies, so a lock a killed run
+left behind is simply a file nobody holds, and taking it over is the same atomic `flock`
+that any start does: of many runs started at once against such a file exactly one wins,
+with no window between "is it stale?" and "take it". After winning, the taker checks that
+the path still names the file it locked (a releasing holder unlinks it first), and rewrites
+the content: host, PID and command, for people and for the refusal message. The content is
+never trusted for exclusion, so any content (garbage, a huge PID) is only a note. Two
+conservative rules stay: a file naming a live process on this host, or a process on another
+host, is never taken over even when unlocked (an older distpart, a file system whose locks do
+not reach across hosts); and where the file system has no locks at all, a leftover lock is
+refused with the command to remove it, since no takeover could be atomic there.
 
 File operations only; `folder_locks` runs them on rank 0 and makes every rank agree.
 """
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
 import os
 import socket
@@ -27,6 +40,9 @@ if TYPE_CHECKING:
     from mpi4py.MPI import Intracomm
 
 LOCK_NAME = ".distpart.lock"
+_PID_LIMIT = 1 << 22          # Linux's largest pid_max; also keeps os.kill away from OverflowError
+# flock errors that mean "this file system has no locks", not "someone holds it".
+_NO_LOCKS = (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL)
 
 
 @dataclass(frozen=True)
@@ -76,6 +92,8 @@ def is_stale(holder: Holder, host: Optional[str] = None) -> bool:
     """True when the holder ran on this host and its process is gone (PID free or reused)."""
     if holder.host != (host or socket.gethostname()):
         return False
+    if not 0 < holder.pid < _PID_LIMIT:   # no process can have it: the file is damaged
+        return True
     try:
         os.kill(holder.pid, 0)
     except ProcessLookupError:
@@ -87,13 +105,21 @@ def is_stale(holder: Holder, host: Optional[str] = None) -> bool:
     return holder.proc_start is not None and process_start(holder.pid) not in (None, holder.proc_start)
 
 
-def read_holder(path: Path) -> Optional[Holder]:
+def parse_holder(text: str) -> Optional[Holder]:
+    """The holder a lock file's text names, or None for anything else (empty, garbage)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(text)
         return Holder(str(data["host"]), int(data["pid"]), str(data["started"]),
                       None if data.get("proc_start") is None else int(data["proc_start"]),
                       str(data.get("command", "")))
-    except (OSError, ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, AttributeError, OverflowError):
+        return None
+
+
+def read_holder(path: Path) -> Optional[Holder]:
+    try:
+        return parse_holder(path.read_text(encoding="utf-8", errors="replace"))
+    except OSError:
         return None
 
 
@@ -105,7 +131,7 @@ class FolderLock:
         self.path = self.folder / LOCK_NAME
         self.holder = holder
         self.notes: List[str] = []
-        self._held = False
+        self._fd: Optional[int] = None
 
     def acquire(self) -> "FolderLock":
         try:
@@ -114,41 +140,116 @@ class FolderLock:
             raise InputError(self.folder, "exists and is not a folder") from None
         except OSError as e:
             raise InputError(self.folder, f"cannot create the folder: {e.strerror}") from None
-        for _ in range(2):
-            try:
-                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-            except FileExistsError:
-                self._break_if_stale()
+        for _ in range(100):  # retried only when the file is replaced under us, which is rare
+            fd, created = self._open()
+            if fd is None:
                 continue
-            except OSError as e:
-                raise InputError(self.folder, f"cannot write in the folder: {e.strerror}") from None
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(asdict(self.holder), f)
-                f.write("\n")
-            self._held = True
-            return self
-        raise InputError(self.path, "another run took the lock while a stale one was being removed")
+            try:
+                if self._lock(fd, created) and self._still_at_path(fd):
+                    self._take(fd, created)
+                    self._fd, fd = fd, None
+                    return self
+            finally:
+                if fd is not None:
+                    os.close(fd)
+        raise InputError(self.path, "keeps being replaced by other runs; start again")
 
-    def _break_if_stale(self) -> None:
-        other = read_holder(self.path)
-        if other is None:
-            # Unreadable: a run died between creating and writing it, or it is not ours.
-            raise InputError(self.path, "exists but names no run; if no distpart run is using "
-                                        "this folder, delete the file and start again")
-        if not is_stale(other):
-            where = ("" if other.host == socket.gethostname() else
-                     f"; if that run is dead (it ran on another host, so this cannot be checked "
-                     f"from here), delete {self.path} and start again")
-            raise InputError(self.folder, f"is in use by another distpart run ({other.describe()}){where}")
-        self.notes.append(f"removed the stale lock of a run that is no longer running ({other.describe()})")
-        self.path.unlink(missing_ok=True)
+    def _open(self) -> "tuple[Optional[int], bool]":
+        """(descriptor, whether we created the file); (None, False) if it vanished meanwhile."""
+        try:
+            return os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644), True
+        except FileExistsError:
+            pass
+        except OSError as e:
+            raise InputError(self.folder, f"cannot write in the folder: {e.strerror}") from None
+        try:
+            return os.open(self.path, os.O_RDWR), False
+        except FileNotFoundError:
+            return None, False
+        except OSError as e:
+            raise InputError(self.path, f"cannot open the lock file: {e.strerror}") from None
+
+    def _lock(self, fd: int, created: bool) -> bool:
+        """Take the flock, or raise the refusal naming whoever holds it."""
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            other = parse_holder(_read_all(fd))
+            if other is None or is_stale(other):
+                # Its content is a dead run's (or not yet written): a live run is taking it over.
+                raise InputError(self.folder, "is in use by another distpart run, which is taking "
+                                              "over a stale lock right now") from None
+            raise InputError(self.folder, f"is in use by another distpart run ({other.describe()})") from None
+        except OSError as e:
+            if e.errno not in _NO_LOCKS:
+                raise InputError(self.path, f"cannot lock: {e.strerror}") from None
+            if created:
+                return True   # O_EXCL made it ours; without locks that is all there is
+            self._refuse_without_locks(fd)
+            return False
+
+    def _still_at_path(self, fd: int) -> bool:
+        """A holder unlinks the file when it releases: our flock must be on the file the path
+        names now, not on an unlinked one."""
+        try:
+            now = os.stat(self.path)
+        except FileNotFoundError:
+            return False
+        mine = os.fstat(fd)
+        return (now.st_dev, now.st_ino) == (mine.st_dev, mine.st_ino)
+
+    def _take(self, fd: int, created: bool) -> None:
+        """Make the locked file ours: refuse a file that a live or remote run still names,
+        note what is taken over, write our holder."""
+        if not created:
+            text = _read_all(fd)
+            other = parse_holder(text)
+            if other is None:
+                if text.strip():
+                    self.notes.append("replaced a lock file that named no run (no process held it)")
+            elif other.host != socket.gethostname():
+                raise InputError(self.folder, f"is in use by another distpart run ({other.describe()}); "
+                                              f"if that run is dead (it ran on another host, so this "
+                                              f"cannot be checked from here), delete {self.path} and "
+                                              f"start again")
+            elif not is_stale(other):
+                raise InputError(self.folder, f"is in use by another distpart run ({other.describe()})")
+            else:
+                self.notes.append(f"removed the stale lock of a run that is no longer running "
+                                  f"({other.describe()})")
+        data = (json.dumps(asdict(self.holder)) + "\n").encode("utf-8")
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, data, 0)
+
+    def _refuse_without_locks(self, fd: int) -> None:
+        other = parse_holder(_read_all(fd))
+        who = f" ({other.describe()})" if other is not None else ""
+        if other is not None and not is_stale(other):
+            raise InputError(self.folder, f"is in use by another distpart run{who}")
+        raise InputError(self.path, f"is left by a run that is no longer running{who}, and this file "
+                                    f"system has no file locks, so distpart cannot take it over "
+                                    f"safely: if no distpart run uses this folder, delete the file "
+                                    f"and start again")
 
     def release(self) -> None:
-        if self._held:
-            self._held = False
-            current = read_holder(self.path)
-            if current is not None and (current.host, current.pid) == (self.holder.host, self.holder.pid):
+        """Unlink the lock file (only while it is still ours), then drop the flock."""
+        if self._fd is None:
+            return
+        fd, self._fd = self._fd, None
+        try:
+            if self._still_at_path(fd):
                 self.path.unlink(missing_ok=True)
+        finally:
+            os.close(fd)
+
+
+def _read_all(fd: int, limit: int = 1 << 16) -> str:
+    """The lock file's text (at most `limit` bytes: a lock is a line of JSON)."""
+    try:
+        return os.pread(fd, limit, 0).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
 
 
 @contextmanager
