@@ -290,6 +290,7 @@ def _build(comm, in_dir: Path, out: Path, assignment, options: Dict[str, Any],
     from .assign.assignment import fingerprint, write_assignment
     from .run.stages import StageLog
     from .dispatch.dispatch import dispatch
+    from .dispatch.publish import withdrawn_on_error
     from .mpi.exchange import DEFAULT_MAX_BYTES
     from .partitions.manifest import input_fingerprint
     from .check.report import report
@@ -301,8 +302,9 @@ def _build(comm, in_dir: Path, out: Path, assignment, options: Dict[str, Any],
     key = RunKey(input_fingerprint(meta), options, fingerprint(comm, assignment, meta))
     dispatch(comm, meta, assignment, out, key=key, max_bytes=DEFAULT_MAX_BYTES, log=StageLog(),
              graph_formats=graph_formats, graphbolt=graphbolt)
-    verify(comm, meta, assignment, out, max_bytes=DEFAULT_MAX_BYTES)
-    report(comm, out)
+    with withdrawn_on_error(comm, out):   # a failed check leaves no metadata.json
+        verify(comm, meta, assignment, out, max_bytes=DEFAULT_MAX_BYTES)
+        report(comm, out)
 
 
 def _orig_maps(out: Path, num_parts: int, desc: "GraphDescription",

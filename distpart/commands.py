@@ -38,10 +38,9 @@ def written_folders(args: argparse.Namespace) -> List[Path]:
     if args.command == "dispatch":
         return [args.out_dir]
     if args.command == "pipeline":
-        folders = [args.out_dir]
-        if args.assign_dir is not None and not _inside(args.assign_dir, args.out_dir):
-            folders.append(args.assign_dir)
-        return folders
+        # The assignment folder too, even inside OUT_DIR: an `assign` into OUT_DIR/assignment
+        # must not rewrite Step 1's result while this pipeline reads it.
+        return [args.out_dir, args.assign_dir if args.assign_dir is not None else args.out_dir / "assignment"]
     return []
 
 
@@ -55,11 +54,6 @@ def refuse_input_as_output(args: argparse.Namespace) -> None:
         if Path(folder).resolve() == Path(in_dir).resolve():
             raise InputError(folder, "is the input graph's folder: write the output somewhere else "
                                      "(distpart never writes into its input)")
-
-
-def _inside(path: Path, folder: Path) -> bool:
-    path, folder = path.resolve(), folder.resolve()
-    return path == folder or folder in path.parents
 
 
 def _check_resources(comm: Intracomm, args: argparse.Namespace, meta, num_parts: Optional[int], progress) -> None:
@@ -90,10 +84,10 @@ def _claim_output_folders(comm: Intracomm, args: argparse.Namespace, meta) -> No
     if args.command == "assign":
         folders = [OutputFolder(args.assign_dir, ASSIGNMENT, ntypes)]
     elif args.command == "dispatch":
-        folders, reads = [OutputFolder(args.out_dir, PARTITIONS)], [args.assign_dir]
+        folders, reads = [OutputFolder(args.out_dir, PARTITIONS, ntypes)], [args.assign_dir]
     else:
         default = args.assign_dir is None
-        folders = [OutputFolder(args.out_dir, PARTITIONS, default_assign_dir="assignment" if default else ""),
+        folders = [OutputFolder(args.out_dir, PARTITIONS, ntypes, default_assign_dir="assignment" if default else ""),
                    OutputFolder(args.out_dir / "assignment" if default else args.assign_dir, ASSIGNMENT, ntypes)]
     inputs = [meta.path, *(path for _, path in meta.all_files())]
     with agreed(comm):
@@ -167,6 +161,14 @@ def _step1(comm: Intracomm, args: argparse.Namespace, meta, assign_dir: Path, ke
     return assignment
 
 
+def _verify(comm: Intracomm, meta, assignment, out_dir: Path, max_bytes: int, log) -> None:
+    from .check.verify import verify
+    with log.stage(comm, "verify"):
+        summary = verify(comm, meta, assignment, out_dir, max_bytes=max_bytes, progress=log.progress)
+    if comm.Get_rank() == 0:
+        print(f"verify: OK ({summary})", flush=True)
+
+
 def run_command(comm: Intracomm, args: argparse.Namespace, log) -> None:
     from .assign.assignment import fingerprint, read_assignment
     from .check.report import report
@@ -174,9 +176,9 @@ def run_command(comm: Intracomm, args: argparse.Namespace, log) -> None:
     from .run.stages import format_stage_table, write_json
     from .errors import InputError
     from .dispatch.dispatch import dispatch
+    from .dispatch.publish import withdrawn_on_error
     from .partitions.layout import check_layout
     from .chunked.validate import validate
-    from .check.verify import verify
 
     if not 1 <= args.max_message_mb <= 2047:
         raise InputError(None, f"--max-message-mb must be between 1 and 2047 (MPI counts are 32-bit), "
@@ -228,18 +230,17 @@ def run_command(comm: Intracomm, args: argparse.Namespace, log) -> None:
         key = RunKey(input_key, _recorded_options(args, assignment), fingerprint(comm, assignment, meta))
         dispatch(comm, meta, assignment, args.out_dir, key=key, max_bytes=max_bytes, log=log,
                  resume=args.resume, graphbolt=graphbolt, graph_formats=graph_formats_of(args))
-    if args.command == "verify" or (args.command == "pipeline" and args.verify):
-        if args.command == "verify":
-            with log.stage(comm, "read_assign"):
-                assignment = read_assignment(comm, meta, args.assign_dir, num_parts)
-        with log.stage(comm, "verify"):
-            summary = verify(comm, meta, assignment, args.out_dir, max_bytes=max_bytes,
-                             progress=log.progress)
-        if comm.Get_rank() == 0:
-            print(f"verify: OK ({summary})", flush=True)
+    if args.command == "verify":
+        with log.stage(comm, "read_assign"):
+            assignment = read_assignment(comm, meta, args.assign_dir, num_parts)
+        _verify(comm, meta, assignment, args.out_dir, max_bytes, log)
     if args.command == "pipeline":
-        with log.stage(comm, "report"):
-            report(comm, args.out_dir, args.balance_feature)
+        # A pipeline whose check fails leaves no metadata.json: its output must not look complete.
+        with withdrawn_on_error(comm, args.out_dir):
+            if args.verify:
+                _verify(comm, meta, assignment, args.out_dir, max_bytes, log)
+            with log.stage(comm, "report"):
+                report(comm, args.out_dir, args.balance_feature)
 
     stats = log.gather(comm)
     if stats is not None:

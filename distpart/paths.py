@@ -28,6 +28,8 @@ def file_in(root: "str | os.PathLike[str]", name: str, suffix: str = "") -> Path
     return path
 
 
+# Written first into every folder distpart writes: what makes a folder distpart's to replace.
+OWNER_MARKER = ".distpart-owner"
 # The partition config JSON at the top of an output folder (DGL's loader opens this file).
 CONFIG_FILE = "metadata.json"
 # The files of one partition folder, and the suffix they carry until the partition is complete.

@@ -27,16 +27,22 @@ def test_assignment_that_would_replace_an_input_file_is_refused(example_dir, tmp
     graph = tmp_path / "g"
     shutil.copytree(example_dir, graph)
     meta = json.loads((graph / "metadata.json").read_text())
-    # An input chunk file named like an assignment file: edges/paper.txt.
+    # An input chunk file outside the input folder (an absolute path), named like an
+    # assignment file: elsewhere/paper.txt.
     spec = meta["edges"]["author:writes:paper"]
     first = graph / spec["data"][0]
-    first.rename(first.with_name("paper.txt"))
-    spec["data"][0] = str(first.with_name("paper.txt").relative_to(graph))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    first.rename(elsewhere / "paper.txt")
+    spec["data"][0] = str(elsewhere / "paper.txt")
     (graph / "metadata.json").write_text(json.dumps(meta))
-    before = tree_bytes(graph)
-    run = distpart(2, "assign", graph, graph / "edges", "--num-parts", 2, ok=False)
+    before = tree_bytes(tmp_path)
+    run = distpart(2, "assign", graph, elsewhere, "--num-parts", 2, ok=False)
     assert run.returncode == 2 and "would replace the input file" in run.stderr and "paper.txt" in run.stderr
-    assert tree_bytes(graph) == before
+    # Any folder inside the input folder is refused too, collision or not.
+    run = distpart(2, "assign", graph, graph / "edges", "--num-parts", 2, ok=False)
+    assert run.returncode == 2 and "is inside the input graph's folder" in run.stderr, run.output
+    assert tree_bytes(tmp_path) == before
 
 
 def test_foreign_metadata_json_is_never_replaced(example_dir, tmp_path):

@@ -11,7 +11,8 @@ from distpart.run.outdir import ASSIGNMENT, MARKER, PARTITIONS, OutputFolder, cl
 def graph(tmp_path):
     root = tmp_path / "in"
     (root / "edges").mkdir(parents=True)
-    files = [root / "metadata.json", root / "edges" / "e-0.npy", root / "x" / "paper.txt"]
+    # A chunk file may lie outside the input folder (an absolute path in metadata.json).
+    files = [root / "metadata.json", root / "edges" / "e-0.npy", tmp_path / "x" / "paper.txt"]
     for f in files:
         f.parent.mkdir(parents=True, exist_ok=True)
         f.write_text("input")
@@ -27,11 +28,50 @@ def test_input_folder_itself_is_refused(graph):
 def test_a_name_that_would_replace_an_input_file_is_refused(graph):
     root, files = graph
     with pytest.raises(InputError, match=r"would replace the input file .*x/paper.txt"):
-        plan_removals(OutputFolder(root / "x", ASSIGNMENT, ["paper"]), root, files, [], overwrite=True)
-    # Inside the input folder without a collision is allowed: edges/ holds no name we write.
-    assert plan_removals(OutputFolder(root / "edges", PARTITIONS), root, files, [], False) == []
+        plan_removals(OutputFolder(root.parent / "x", ASSIGNMENT, ["paper"]), root, files, [], overwrite=True)
     # The parent of the input folder: `in/` is not a name distpart writes.
     assert plan_removals(OutputFolder(root.parent, PARTITIONS), root, files, [], False) == []
+
+
+@pytest.mark.parametrize("inside", ["edges", "node_data", "edges/deeper"])
+def test_an_output_inside_the_input_folder_is_refused(graph, inside):
+    """Issue 18 item 7: OUT=IN/node_data wrote into the input before."""
+    root, files = graph
+    with pytest.raises(InputError, match=r"is inside the input graph's folder"):
+        plan_removals(OutputFolder(root / inside, PARTITIONS), root, files, [], overwrite=True)
+
+
+def test_a_symbolic_link_where_distpart_writes_is_refused(tmp_path, graph):
+    """Issue 18 item 7: OUT/part1 -> a folder of the input, with --resume, wrote into the input."""
+    root, files = graph
+    out = tmp_path / "out"
+    folder = OutputFolder(out, PARTITIONS)
+    claim([folder], [])
+    (out / "part1").symlink_to(root / "edges")
+    for overwrite, resume in ((False, True), (True, False), (False, False)):
+        with pytest.raises(InputError, match=r"part1: is a symbolic link \(to .*edges\)"):
+            plan_removals(folder, root, files, [], overwrite=overwrite, resume=resume)
+    assert sorted(p.name for p in (root / "edges").iterdir()) == ["e-0.npy"]
+
+
+@pytest.mark.parametrize("where", ["part0/notes.md", "part3/mine/a.txt", "assignment/notes.txt",
+                                   "assignment/sub/x"])
+def test_overwrite_refuses_to_delete_a_file_distpart_did_not_write(tmp_path, graph, where):
+    """Issue 18 item 6: --overwrite deleted the user's own files inside part<p>/ and assignment/."""
+    root, files = graph
+    out = tmp_path / "out"
+    folder = OutputFolder(out, PARTITIONS, ["paper"], default_assign_dir="assignment")
+    claim([folder], [])
+    for name in ("part0/graph.dgl", "part0/.distpart-complete.json", "part3/graph.dgl.partial",
+                 "assignment/paper.txt", "assignment/partition_meta.json", "metadata.json"):
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
+        (out / name).write_text("ours")
+    (out / where).parent.mkdir(parents=True, exist_ok=True)
+    (out / where).write_text("the user's")
+    alien = out / where.split("/")[0] / where.split("/")[1]
+    with pytest.raises(InputError, match=f"{alien}: was not written by distpart: --overwrite removes only"):
+        plan_removals(folder, root, files, [], overwrite=True)
+    assert (out / where).read_text() == "the user's"
 
 
 def test_foreign_files_are_never_replaced(tmp_path, graph):
@@ -60,6 +100,7 @@ def test_previous_output_needs_overwrite_which_removes_only_ours(tmp_path, graph
     assert json.loads((out / MARKER).read_text()) == {"tool": "distpart", "kind": PARTITIONS}
     for name in ("part0", "part1", "part7", "assignment"):
         (out / name).mkdir()
+        (out / name / ("partition_meta.json" if name == "assignment" else "graph.dgl")).write_text("ours")
     (out / "metadata.json").write_text("{}")
     (out / "notes.md").write_text("mine")
     with pytest.raises(InputError, match=r"previous distpart run \(assignment, metadata.json, part0, part1, \.\.\.\): "

@@ -27,6 +27,11 @@ def validate(comm: Intracomm, in_dir: "str | Path", *, full: bool = False) -> Gr
     rank, size = comm.Get_rank(), comm.Get_size()
     with agreed(comm):
         meta = load_metadata(in_dir)
+        if not meta.edge_types:
+            # The chunked format allows it, but DGL's partition config needs an edge type
+            # (its loader and DistGraph read `etypes`): refused here, before anything is written.
+            raise InputError(meta.path, "edge_type: the graph has no edge types; DGL's partitions "
+                                        "need at least one")
     with agreed(comm):
         for i, (where, path) in enumerate(meta.all_files()):
             if i % size == rank and not path.is_file():

@@ -105,8 +105,9 @@ def dispatch(comm: Intracomm, meta: GraphMeta, assignment: Assignment, out_dir: 
     layout = PartitionLayout(assignment.num_parts, comm.Get_size())
     check_layout(layout.num_parts, layout.nranks)
     mine = layout.parts_of(comm.Get_rank())
+    # Checks first: a refused --resume must leave the previous output exactly as it was.
+    published = reusable_partitions(comm, out_dir, mine, layout.num_parts, key, progress) if resume else {}
     prepare_output(comm, out_dir, mine)
-    published = reusable_partitions(comm, out_dir, mine, key, progress) if resume else {}
 
     with log.stage(comm, "relabel"):
         state = _relabel_nodes(comm, meta, assignment)

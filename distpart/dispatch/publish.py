@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import DistpartError, InputError, OutputError
 from ..mpi.collective import agreed
 from ..partitions.manifest import MANIFEST_FILE, build_manifest, check_files, file_entry, write_manifest
 from ..paths import CONFIG_FILE, GRAPHBOLT_FILE, PART_FILES, STAGED_SUFFIX, part_dir
@@ -54,41 +56,70 @@ def publish_partition(out_dir: Path, p: int, key: RunKey, edge_counts: np.ndarra
                        names: Tuple[str, ...] = PART_FILES) -> List[FileEntry]:
     """Move partition p's complete files into place, then record it complete, so a file under
     its final name is always whole and a record always vouches for whole files."""
+    folder = part_dir(out_dir, p)
+    # Checked again right before the renames: a link put there after the start would lead
+    # them anywhere, the input included.
+    if folder.is_symlink() or folder.resolve().parent != Path(out_dir).resolve():
+        raise OutputError(folder, "is a symbolic link or leads outside the output folder: distpart "
+                                  "writes only real folders there; remove it and run again")
     entries = []
     for name in names:
-        final = part_dir(out_dir, p) / name
+        final = folder / name
         os.replace(staged_path(out_dir, p, name), final)
         entries.append(file_entry(out_dir, final))
     write_record(part_dir(out_dir, p), key, files=dict(entries), edge_counts=edge_counts.tolist())
     return entries
 
 
-def reusable_partitions(comm: Intracomm, out_dir: Path, mine: range, key: RunKey,
-                         progress: Progress) -> Dict[int, Tuple[List[FileEntry], List[int]]]:
+def reusable_partitions(comm: Intracomm, out_dir: Path, mine: range, num_parts: int, key: RunKey,
+                        progress: Progress) -> Dict[int, Tuple[List[FileEntry], List[int]]]:
     """This rank's partitions that a previous run completed with the same key and whose files
-    are intact: {p: (manifest entries, edge counts per type)}. A record of another run is an
-    error on every rank; a damaged partition is rebuilt. Collective."""
-    from ..errors import OutputError
-    reusable = {}
+    are intact: {p: (manifest entries, edge counts per type)}. Collective.
+
+    Everything is checked before anything changes, so a refusal leaves the output as it was:
+    a record of another run, or a `part<q>/` of a run with more partitions than `num_parts`
+    (it would stay beside the new output, unlisted), is an error on every rank. Only then are
+    the records of damaged partitions removed (they are rebuilt), and every rank's notes reach
+    rank 0's log."""
+    reusable, damaged, notes = {}, [], []
     with agreed(comm):
+        if comm.Get_rank() == 0:
+            _refuse_extra_partitions(out_dir, num_parts)
         for p in mine:
-            folder = part_dir(out_dir, p)
-            record = check_record(folder, key)
+            record = check_record(part_dir(out_dir, p), key)
             if record is None:
                 continue
             entries = sorted(record.get("files", {}).items())
             try:
                 check_files(out_dir, entries)
             except OutputError as e:
-                progress.note(f"resume: rebuilding part{p}: {e}")
-                remove_record(folder)
+                damaged.append(p)
+                notes.append(f"resume: rebuilding part{p}: {e}")
                 continue
             reusable[p] = (entries, list(record.get("edge_counts", [])))
+    with agreed(comm):
+        for p in damaged:
+            remove_record(part_dir(out_dir, p))
+    everyone = comm.gather(notes, root=0)   # a line per damaged partition
     reused = comm.allreduce(len(reusable))
     if comm.Get_rank() == 0:
-        progress.note(f"resume: {reused} of {comm.Get_size() * len(mine)} partitions complete "
-                      f"from a previous run, kept")
+        for note in (n for rank in everyone for n in rank):
+            progress.note(note)
+        progress.note(f"resume: {reused} of {num_parts} partitions complete from a previous run, kept")
     return reusable
+
+
+def _refuse_extra_partitions(out_dir: Path, num_parts: int) -> None:
+    extra = sorted((int(m.group(1)), name) for name in (os.listdir(out_dir) if out_dir.is_dir() else [])
+                   for m in [_PART_NAME.match(name)] if m and int(m.group(1)) >= num_parts)
+    if extra:
+        raise InputError(out_dir / extra[-1][1], f"is a partition of a previous run with at least "
+                                                 f"{extra[-1][0] + 1} partitions, and this run writes "
+                                                 f"{num_parts}: --resume cannot continue it; rerun with "
+                                                 f"--overwrite to start over")
+
+
+_PART_NAME = re.compile(r"^part(\d+)$")
 
 
 def gathered_edge_counts(comm: Intracomm, published: Dict[int, Tuple[List[FileEntry], List[int]]],
@@ -112,6 +143,23 @@ def publish_output(comm: Intracomm, out_dir: Path, entries: List[FileEntry], con
             tmp = out_dir / f".{CONFIG_FILE}.tmp"
             tmp.write_text(text)
             os.replace(tmp, out_dir / CONFIG_FILE)
+
+
+@contextmanager
+def withdrawn_on_error(comm: Intracomm, out_dir: Path) -> Iterator[None]:
+    """Run a check of a published output; if it fails (an error agreed on every rank), rank 0
+    removes metadata.json and the manifest before the error goes on, so the output no longer
+    looks complete to DGL or to `verify --quick`. The partition files stay, for inspection."""
+    try:
+        yield
+    except DistpartError:
+        if comm.Get_rank() == 0:
+            for name in (CONFIG_FILE, MANIFEST_FILE):
+                try:
+                    (Path(out_dir) / name).unlink(missing_ok=True)
+                except OSError:
+                    pass  # the error being raised says more than this one would
+        raise
 
 
 def prepare_output(comm: Intracomm, out_dir: Path, mine: range) -> None:

@@ -34,7 +34,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, List, Optional, Sequence
 
-from ..errors import InputError
+from ..errors import DistpartError, InputError
+from ..paths import OWNER_MARKER
 
 if TYPE_CHECKING:
     from mpi4py.MPI import Intracomm
@@ -132,8 +133,13 @@ class FolderLock:
         self.holder = holder
         self.notes: List[str] = []
         self._fd: Optional[int] = None
+        self._created: List[Path] = []     # folders this lock made, deepest first
+        self._had_marker = False
 
     def acquire(self) -> "FolderLock":
+        missing = [self.folder, *self.folder.parents]
+        self._created = [d for d in missing[:next((i for i, d in enumerate(missing) if d.exists()), len(missing))]]
+        self._had_marker = (self.folder / OWNER_MARKER).exists()
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
         except FileExistsError:
@@ -232,6 +238,25 @@ class FolderLock:
                                     f"safely: if no distpart run uses this folder, delete the file "
                                     f"and start again")
 
+    def withdraw(self) -> None:
+        """After a refusal: undo what taking the lock and claiming the folder wrote, while the
+        lock is still held. Folders this lock created go if they hold nothing but the lock and
+        the owner marker; a marker this run added to an existing folder goes if it is alone."""
+        if self._fd is None:
+            return
+        if not self.folder.is_dir() or set(os.listdir(self.folder)) - {LOCK_NAME, OWNER_MARKER}:
+            return   # the run wrote something: that is output (incomplete), not a refusal's trace
+        if self._created:
+            (self.folder / OWNER_MARKER).unlink(missing_ok=True)
+            self.release()
+            for folder in self._created:
+                try:
+                    folder.rmdir()
+                except OSError:
+                    break   # not empty: someone else uses it
+        elif not self._had_marker:
+            (self.folder / OWNER_MARKER).unlink(missing_ok=True)
+
     def release(self) -> None:
         """Unlink the lock file (only while it is still ours), then drop the flock."""
         if self._fd is None:
@@ -269,6 +294,11 @@ def folder_locks(comm: Intracomm, folders: Sequence[Path], command: str,
                     for note in lock.notes:
                         say(f"{folder}: {note}")
         yield
+    except DistpartError:
+        # A refusal leaves the file system as it found it: no folder, marker or lock of ours.
+        for lock in reversed(held):
+            lock.withdraw()
+        raise
     finally:
         for lock in held:
             lock.release()
