@@ -16,7 +16,7 @@ setup(
         "h5py>=3.6",
     ],
     extras_require={
-        "test": ["pytest>=7", "psutil>=5", "pyyaml>=6", "matplotlib>=3.5", "kaminpar==3.7.3"],
+        "test": ["pytest>=7", "psutil>=5", "pyyaml>=6", "matplotlib>=3.5", "kaminpar==3.7.3", "hypothesis>=6"],
         "plot": ["matplotlib>=3.5"],
         # `--method kaminpar`; pinned, since distpart writes the ParHIP files this version reads.
         "kaminpar": ["kaminpar==3.7.3"],

@@ -10,9 +10,13 @@ IDs of a partition output are converted by its partition book instead
 (`PartitionBook.map_to_per_ntype`, as DGL's).
 
 `IdConverter` does what the guide's `IDConverter` does, vectorised: every method takes a
-scalar or an array of any shape and returns int64 arrays of that shape (0-d for a scalar).
-IDs outside their range raise `IdRangeError`, naming the type, the bad ID, its position in
-the array and the valid range. Pure numpy; nothing is read but the metadata.
+scalar or an array of any shape and returns int64 arrays of that shape (0-d for a scalar;
+`[]` gives an empty one). IDs outside their range raise `IdRangeError`, naming the type, the
+bad ID, its position in the array and the valid range; an unknown type raises one that is
+also the KeyError the guide's dict lookup raises, naming the known types. IDs and counts
+are integers: a float (1.5, or even 2.0 as an ID), a bool or a string is refused, never
+truncated, and the counts must add up to what int64 IDs can number. Pure numpy; nothing is
+read but the metadata.
 """
 from __future__ import annotations
 
@@ -23,14 +27,16 @@ from typing import TYPE_CHECKING, Any, Iterable, List, Mapping, Sequence, Tuple,
 import numpy as np
 
 from ..errors import InputError
+from .metadata import UnknownTypeError
 
 if TYPE_CHECKING:
     from .metadata import GraphMeta
 
-__all__ = ["IdConverter", "IdRangeError"]
+__all__ = ["IdConverter", "IdRangeError", "UnknownIdTypeError"]
 
 TypeKey = Union[str, int, Tuple[str, str, str]]
 _INT64_MAX = np.iinfo(np.int64).max
+_INT64_MIN = np.iinfo(np.int64).min
 
 
 class IdRangeError(InputError, ValueError):
@@ -42,6 +48,16 @@ class IdRangeError(InputError, ValueError):
 
     def __init__(self, problem: str) -> None:
         super().__init__(None, problem)
+
+
+class UnknownIdTypeError(IdRangeError, UnknownTypeError):
+    """A type name the converter does not know: an IdRangeError (a ValueError) and the KeyError
+    the guide's `ntype2id_map[ntype]` raises, with a message naming the known types."""
+
+    def __init__(self, problem: str) -> None:
+        InputError.__init__(self, None, problem)
+
+    __str__ = Exception.__str__
 
 
 class IdConverter:
@@ -80,9 +96,11 @@ class IdConverter:
             from .metadata import load_metadata
             meta = load_metadata(Path(meta))
         if isinstance(meta, Mapping):
-            edge_types = meta.get("edge_type", [])
-            return cls(meta["node_type"], [sum(c) for c in meta["num_nodes_per_chunk"]],
-                       edge_types, [sum(c) for c in meta.get("num_edges_per_chunk", [])] if edge_types else [])
+            edge_types = meta.get("edge_type") or []
+            return cls(_key(meta, "node_type"), [_total(c, "num_nodes_per_chunk") for c in
+                                                 _key(meta, "num_nodes_per_chunk")],
+                       edge_types, [_total(c, "num_edges_per_chunk") for c in
+                                    _key(meta, "num_edges_per_chunk")] if edge_types else [])
         return cls(meta.node_types, meta.node_counts, [e.name for e in meta.edge_types], meta.edge_counts)
 
     # ------------------------------------------------------------ names and type IDs
@@ -99,16 +117,21 @@ class IdConverter:
         """Node type name (or type ID, checked) -> node type ID."""
         if isinstance(ntype, (int, np.integer)) and not isinstance(ntype, bool):
             return _checked_type_id(int(ntype), len(self.node_types), "node")
-        if ntype not in self._ntype_ids:
-            raise IdRangeError(f"unknown node type {ntype!r}; the node types are {self.node_types}")
-        return self._ntype_ids[ntype]  # type: ignore[index]
+        if not isinstance(ntype, str) or ntype not in self._ntype_ids:
+            raise UnknownIdTypeError(f"unknown node type {ntype!r}; the node types are {self.node_types}")
+        return self._ntype_ids[ntype]
 
     def etype2id(self, etype: TypeKey) -> int:
         """Edge type -> edge type ID. `etype` is "src:rel:dst", a (src, rel, dst) tuple, a
         relation name that only one edge type has (as DGL accepts), or a type ID (checked)."""
         if isinstance(etype, (int, np.integer)) and not isinstance(etype, bool):
             return _checked_type_id(int(etype), len(self.edge_types), "edge")
-        name = ":".join(etype) if isinstance(etype, tuple) else str(etype)
+        if isinstance(etype, tuple) and all(isinstance(p, str) for p in etype):
+            name = ":".join(etype)
+        elif isinstance(etype, str):
+            name = etype
+        else:
+            raise UnknownIdTypeError(f"unknown edge type {etype!r}; the edge types are {self.edge_types}")
         if name in self._etype_ids:
             return self._etype_ids[name]
         matches = self._relation_ids.get(name, [])
@@ -117,13 +140,13 @@ class IdConverter:
         if matches:
             raise IdRangeError(f"relation {name!r} is ambiguous: it is the relation of "
                                f"{[self.edge_types[i] for i in matches]}; give the canonical edge type")
-        raise IdRangeError(f"unknown edge type {etype!r}; the edge types are {self.edge_types}")
+        raise UnknownIdTypeError(f"unknown edge type {etype!r}; the edge types are {self.edge_types}")
 
     def id2ntype(self, type_id: int) -> str:
-        return self.node_types[_checked_type_id(int(type_id), len(self.node_types), "node")]
+        return self.node_types[_checked_type_id(_type_id(type_id, "node"), len(self.node_types), "node")]
 
     def id2etype(self, type_id: int) -> str:
-        return self.edge_types[_checked_type_id(int(type_id), len(self.edge_types), "edge")]
+        return self.edge_types[_checked_type_id(_type_id(type_id, "edge"), len(self.edge_types), "edge")]
 
     # ------------------------------------------------------------ conversions
 
@@ -161,12 +184,48 @@ def _canonical(etype: Union[str, Tuple[str, str, str]]) -> str:
     return name
 
 
-def _counts(counts: Iterable[int], names: Sequence[str], kind: str) -> np.ndarray:
-    out = np.array([int(c) for c in counts], dtype=np.int64)
-    bad = np.flatnonzero(out < 0)
-    if len(bad):
-        raise ValueError(f"{kind} type {names[bad[0]]!r} has a negative count {out[bad[0]]}")
-    return out
+def _count(c: Any, what: str) -> int:
+    """A count as an int: an integer, or a float with an integral value (2.0); nothing else."""
+    if isinstance(c, (int, np.integer)) and not isinstance(c, (bool, np.bool_)):
+        return int(c)
+    if isinstance(c, (float, np.floating)) and np.isfinite(c) and float(c).is_integer():
+        return int(c)
+    raise ValueError(f"{what} must be a whole number, got {c!r}")
+
+
+def _counts(counts: Iterable[Any], names: Sequence[str], kind: str) -> np.ndarray:
+    values = [_count(c, f"the count of {kind} type {name!r}") for c, name in zip(counts, names)]
+    for c, name in zip(values, names):
+        if c < 0:
+            raise ValueError(f"{kind} type {name!r} has a negative count {c}")
+        if c > _INT64_MAX:
+            raise ValueError(f"{kind} type {name!r} has a count of {c}, more than int64 IDs can number")
+    if sum(values) > _INT64_MAX:
+        raise ValueError(f"the {kind} counts add up to {sum(values)}, more than int64 IDs can number "
+                         f"({_INT64_MAX})")
+    return np.array(values, dtype=np.int64)
+
+
+def _key(meta: Mapping[str, Any], key: str) -> Any:
+    if key not in meta:
+        raise ValueError(f"the metadata has no {key!r} (DGL's chunked metadata.json keys are needed)")
+    return meta[key]
+
+
+def _total(chunks: Any, key: str) -> int:
+    """One type's count: the sum of its per-chunk counts in metadata.json."""
+    if not isinstance(chunks, (list, tuple)):
+        raise ValueError(f"{key}: each entry must be a list of per-chunk counts, got {chunks!r}")
+    return sum(_count(c, f"{key}: a chunk's count") for c in chunks)
+
+
+def _type_id(t: Any, kind: str) -> int:
+    """A type ID as an int; a float (1.5), a bool or a string is refused, as for IDs."""
+    if isinstance(t, np.ndarray) and t.ndim == 0:
+        t = t[()]
+    if isinstance(t, (int, np.integer)) and not isinstance(t, (bool, np.bool_)):
+        return int(t)
+    raise TypeError(f"{kind} type IDs must be integers, got {t!r}")
 
 
 def _checked_type_id(t: int, n: int, kind: str) -> int:
@@ -176,8 +235,17 @@ def _checked_type_id(t: int, n: int, kind: str) -> int:
 
 
 def _as_ids(ids: Any, what: str) -> np.ndarray:
-    """`ids` as int64, refusing what is not an integer (a float ID is a bug upstream)."""
+    """`ids` as int64, refusing what is not an integer (a float ID is a bug upstream); an
+    empty list or array of any type is an empty int64 array."""
     arr = np.asarray(ids)
+    if arr.size == 0:
+        return np.zeros(arr.shape, dtype=np.int64)
+    if arr.dtype == object and all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+                                   for v in arr.reshape(-1)):
+        big = next((int(v) for v in arr.reshape(-1) if not _INT64_MIN <= int(v) <= _INT64_MAX), None)
+        if big is not None:     # Python ints beyond int64 (numpy keeps them as objects)
+            raise IdRangeError(f"{what} {big} does not fit in int64")
+        return arr.astype(np.int64)
     if arr.dtype.kind == "u":
         if arr.size and int(arr.max()) > _INT64_MAX:
             raise IdRangeError(f"{what} {int(arr.max())} does not fit in int64")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple
@@ -16,18 +17,47 @@ from ..errors import DistpartError, InputError
 
 EDGE_FORMATS = ("csv", "numpy", "parquet")
 FEATURE_FORMATS = ("numpy", "parquet", "csv", "hdf5")
+INT64_MAX = 2**63 - 1
+NAME_MAX = 255          # bytes in one file name (ext4, XFS, Btrfs, NFS, Lustre)
+# What distpart appends when a name of a kind becomes a file name: Step 1 writes `<ntype>.txt`.
+# (`distpart chunk` checks the longer names of its chunk files itself: write/writer.py.)
+FILE_SUFFIX = {"node type": ".txt"}
+# Control, format (e.g. bidirectional overrides), surrogate and line/paragraph separator
+# characters: they would break or disguise the one-line reports that name a type.
+_UNPRINTABLE = ("Cc", "Cf", "Cs", "Zl", "Zp")
+
+
+def printable(text: str) -> str:
+    """`text` with every character of _UNPRINTABLE escaped (\\n, \\x1b, \\u202e), for a report."""
+    if not any(unicodedata.category(c) in _UNPRINTABLE for c in text):
+        return text
+    return "".join(repr(c)[1:-1] if unicodedata.category(c) in _UNPRINTABLE else c for c in text)
 
 
 def name_problem(name: str, kind: str) -> Optional[str]:
     """Why `name` cannot be a node type, relation or feature name, or None if it can.
 
-    Node type names become file names (`<ntype>.txt`) and every name becomes part of a DGL
-    key (`ntype/feat`, `src:rel:dst/feat`) that DGL splits on '/' and ':'.
+    Node type names become file names (`<ntype>.txt`), so they must fit in one (NAME_MAX
+    bytes with the suffix); every name becomes part of a DGL key (`ntype/feat`,
+    `src:rel:dst/feat`) that DGL splits on '/' and ':', and is printed in one-line reports.
     """
+    if not isinstance(name, str):
+        return f"{kind} name must be a string, found {type(name).__name__}"
     if not name:
         return f"{kind} name must not be empty"
     if "\0" in name:
         return f"{kind} name {name!r} must not contain a NUL character"
+    bad = next((c for c in name if unicodedata.category(c) in _UNPRINTABLE), None)
+    if bad is not None:
+        return (f"{kind} name {name!r} must not contain control, format or line-break characters "
+                f"(it holds U+{ord(bad):04X})")
+    limit = NAME_MAX - len(FILE_SUFFIX.get(kind, ""))
+    size = len(name.encode("utf-8"))
+    if size > limit:
+        made = (f"it becomes the file name '<name>{FILE_SUFFIX[kind]}'" if kind in FILE_SUFFIX else
+                "names must fit in a file name")
+        return (f"{kind} name {name[:40]!r}... is {size} bytes in UTF-8; {made}, so it can have at most "
+                f"{limit} bytes (a file name holds {NAME_MAX})")
     if "/" in name or "\\" in name:
         return f"{kind} name {name!r} must not contain '/' or '\\' (DGL keys are 'type/feature')"
     if name in (".", ".."):
@@ -35,6 +65,16 @@ def name_problem(name: str, kind: str) -> Optional[str]:
     if kind in ("node type", "relation") and ":" in name:
         return f"{kind} name {name!r} must not contain ':' (edge types are 'src:rel:dst')"
     return None
+
+
+class UnknownTypeError(InputError, KeyError, ValueError):
+    """A node or edge type the graph does not have. A KeyError and a ValueError, as a dict's
+    or list's lookup would raise, with a message naming the type and the known ones."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(None, problem)
+
+    __str__ = Exception.__str__       # not KeyError's quoted repr
 
 
 @dataclass(frozen=True)
@@ -99,13 +139,15 @@ class GraphMeta:
         return [e.count for e in self.edge_types]
 
     def ntype_id(self, ntype: str) -> int:
+        if ntype not in self.node_types:
+            raise UnknownTypeError(f"unknown node type {ntype!r}; the node types are {list(self.node_types)}")
         return self.node_types.index(ntype)
 
     def etype(self, name: str) -> EdgeType:
         for e in self.edge_types:
             if e.name == name:
                 return e
-        raise KeyError(name)
+        raise UnknownTypeError(f"unknown edge type {name!r}; the edge types are {[e.name for e in self.edge_types]}")
 
     def node_features(self, ntype: str) -> Mapping[str, ChunkFiles]:
         return self.node_data.get(ntype, {})
@@ -146,6 +188,10 @@ def read_json(path: Path, error: "type[DistpartError]" = InputError) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as e:
         raise error(path, f"malformed JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+    except ValueError as e:       # e.g. an integer of more digits than Python converts
+        raise error(path, f"malformed JSON: {e}") from None
+    except RecursionError:
+        raise error(path, "malformed JSON: nested too deeply") from None
 
 
 def load_metadata(path: "str | os.PathLike[str]") -> GraphMeta:
@@ -211,8 +257,9 @@ class _Ctx:
         self.path = path
 
     def fail(self, key: str, problem: str) -> None:
-        where = f"{self.path}: {key}" if key else str(self.path)
-        raise InputError(where, problem)
+        # Keys and problems quote names from the file: escaped, so the report stays one line.
+        where = f"{self.path}: {printable(key)}" if key else str(self.path)
+        raise InputError(where, printable(problem))
 
     def name(self, name: str, kind: str, key: str) -> None:
         problem = name_problem(name, kind)
@@ -241,6 +288,9 @@ class _Ctx:
             if not isinstance(counts, list) or not all(
                     isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in counts):
                 self.fail(key, f"entry for '{name}' must be a list of non-negative integers")
+        total = sum(sum(counts) for counts in val)
+        if total > INT64_MAX:     # IDs of all types together are int64 (DGL's homogeneous IDs)
+            self.fail(key, f"the counts add up to {total}, more than int64 IDs can number ({INT64_MAX})")
         return val
 
     def chunk_files(self, spec: Any, key: str, formats: Tuple[str, ...]) -> ChunkFiles:

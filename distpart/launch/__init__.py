@@ -1,16 +1,14 @@
 """Starting a distpart job across machines: DGL's ip_config.txt or a hostfile -> mpiexec.
 
-DGL's tools take a job's machines from `ip_config.txt` (one machine per line, `IP [PORT]
-[more columns]`, e.g. the DGL operator's `ip port workers podname gpus`); batch systems hand
-out node lists (`$PBS_NODEFILE` and `scontrol show hostnames`: one host per line, a line per
-slot); mpiexec wants a hostfile in its own dialect (Open MPI `host slots=N`, MPICH/Hydra
-`host:N`). `distpart launch` reads any of these, detects the site's MPI from
-`mpiexec --version`, writes the hostfile for it, checks that every remote host answers over
-the remote shell mpiexec will use (so an unreachable node is named at once instead of
-hanging mpiexec) and has this virtualenv's interpreter, and starts the job with what remote
-ranks need: PATH and the virtualenv variables (a non-interactive ssh session has neither),
-the interpreter by absolute path, and the network interface MPI must use (issue 10: Open MPI
-hangs on a node with a second, unroutable network unless told which one to use).
+`hosts` reads the host lists, every line checked: DGL's `ip_config.txt` and hostfiles (Open
+MPI `host slots=N`, MPICH/Hydra `host:N`, one host per line as batch systems write them).
+`distpart launch` (here) detects the site's MPI from `mpiexec --version`, writes the
+hostfile for it, checks that every remote host answers over the remote shell mpiexec will
+use (so an unreachable node is named at once instead of hanging mpiexec) and has this
+virtualenv's interpreter, and starts the job with what remote ranks need: PATH and the
+virtualenv variables (a non-interactive ssh session has neither), the interpreter by
+absolute path, and the network interface MPI must use (issue 10: Open MPI hangs on a node
+with a second, unroutable network unless told which one to use).
 
 The parsing and command building are pure functions, unit-tested without MPI or ssh;
 `launch_main` runs them.
@@ -32,9 +30,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
-from .errors import InputError
+from ..errors import InputError
+# The host lists, here too: `distpart hostfile` and the tests take them from distpart.launch.
+from .hosts import (FLAVORS, distinct_hosts, format_hostfile, host_problem, host_slots,  # noqa: F401
+                    hostfile_text, read_hostfile, read_ip_config)
 
-FLAVORS = ("openmpi", "mpich")
 # Variables remote ranks need to find the same Python, venv and libraries as the launcher
 # (forwarded only when set). The MPI4PY_*/PARMETIS_* ones select the MPI ABI and a site
 # ParMETIS (see README); a rank that misses them would load a different library.
@@ -46,91 +46,6 @@ MAX_PROBES = 64             # parallel ssh processes at most
 # What a remote host prints when it has (or lacks) our interpreter; anything else means the
 # remote shell itself failed (works for ssh and for agents such as the MPI Operator's kubexec.sh).
 _PY_OK, _PY_MISSING = "distpart-python-ok", "distpart-python-missing"
-
-
-# ---------------------------------------------------------------- host lists
-
-def read_ip_config(path: "str | Path") -> List[str]:
-    """Hosts of a DGL ip_config.txt in order, one per line. A second column must be a port
-    (so a hostfile given by mistake is caught); further columns are ignored."""
-    path = Path(path)
-    try:
-        lines = path.read_text().splitlines()
-    except FileNotFoundError:
-        raise InputError(path, "file does not exist") from None
-    hosts = []
-    for i, line in enumerate(lines, 1):
-        fields = line.split("#", 1)[0].split()
-        if not fields:
-            continue
-        if len(fields) >= 2 and not fields[1].isdigit():
-            raise InputError(path, f"line {i}: expected 'IP [PORT] ...', found {line.strip()!r}")
-        hosts.append(fields[0])
-    if not hosts:
-        raise InputError(path, "names no machine")
-    return hosts
-
-
-def read_hostfile(path: "str | Path") -> List[Tuple[str, int]]:
-    """(host, slots) in order of first mention from an Open MPI (`host slots=N [max_slots=M]`),
-    MPICH (`host:N`) or plain (`host` per line) hostfile. Every mention adds its slots, so
-    $PBS_NODEFILE (one line per slot) gives each node its count."""
-    path = Path(path)
-    try:
-        lines = path.read_text().splitlines()
-    except FileNotFoundError:
-        raise InputError(path, "file does not exist") from None
-    slots: Dict[str, int] = {}
-    for i, line in enumerate(lines, 1):
-        fields = line.split("#", 1)[0].split()
-        if not fields:
-            continue
-        host, n = fields[0], 1
-        if host.count(":") == 1:          # MPICH host:N (an IPv6 address has several colons)
-            host, _, count = host.partition(":")
-            if not count.isdigit() or int(count) < 1:
-                raise InputError(path, f"line {i}: bad slot count in {fields[0]!r}")
-            n = int(count)
-        for field in fields[1:]:
-            key, _, value = field.partition("=")
-            if key in ("slots", "cpu", "cpus") and value:      # max_slots etc. are Open MPI's business
-                if not value.isdigit() or int(value) < 1:
-                    raise InputError(path, f"line {i}: bad slot count in {field!r}")
-                n = int(value)
-        if not host:
-            raise InputError(path, f"line {i}: no host name in {line.strip()!r}")
-        slots[host] = slots.get(host, 0) + n
-    if not slots:
-        raise InputError(path, "names no machine")
-    return list(slots.items())
-
-
-def host_slots(hosts: Sequence[str], slots: int) -> List[Tuple[str, int]]:
-    """Repeated hosts merged (order kept), `slots` each per mention (`distpart hostfile`)."""
-    merged: Dict[str, int] = {}
-    for h in hosts:
-        merged[h] = merged.get(h, 0) + slots
-    return list(merged.items())
-
-
-def distinct_hosts(hosts: Sequence[str], slots: int) -> List[Tuple[str, int]]:
-    """Each distinct host once (order kept) with `slots` (`--ranks-per-host`)."""
-    return [(h, slots) for h in dict.fromkeys(hosts)]
-
-
-def hostfile_text(hosts: List[str], slots: int, flavor: str = "openmpi") -> str:
-    """A hostfile giving each host `slots` ranks (repeated hosts are merged, order kept)."""
-    if slots < 1:
-        raise InputError(None, f"--slots must be at least 1, got {slots}")
-    return format_hostfile(host_slots(hosts, slots), flavor)
-
-
-def format_hostfile(entries: Sequence[Tuple[str, int]], flavor: str) -> str:
-    """Open MPI's `host slots=N` or Hydra's `host:N`, one line per host."""
-    if flavor not in FLAVORS:
-        raise InputError(None, f"unknown MPI flavour {flavor!r}; expected one of {', '.join(FLAVORS)}")
-    fmt = "{h} slots={n}" if flavor == "openmpi" else "{h}:{n}"
-    return "".join(fmt.format(h=h, n=n) + "\n" for h, n in entries)
 
 
 # ---------------------------------------------------------------- the command
@@ -231,6 +146,12 @@ def plan_from_args(args: argparse.Namespace, env: Mapping[str, str], version_tex
         if args.ranks_per_host is not None:
             entries = [(h, args.ranks_per_host) for h, _ in entries]
     flavor = detect_flavor(version_text)
+    ipv6 = [h for h, _ in entries if ":" in h]
+    if ipv6 and (flavor == "mpich" or "openrte" in version_text.lower()):
+        why = ("MPICH's hostfile (host:N) cuts a name at its first ':'" if flavor == "mpich" else
+               "Open MPI up to 4.x refuses node names other than letters, digits, '.' and '-'")
+        raise InputError(args.ip_config or args.hostfile, f"host {ipv6[0]} is an IPv6 address, which this mpiexec "
+                                                          f"cannot take ({why}): name the host instead")
     interface = args.interface
     if interface and flavor == "mpich":
         interface = hydra_interface(interface, local_addresses or {})

@@ -17,7 +17,7 @@ from ...errors import InputError
 from ..metadata import name_problem
 from .files import DEFAULT_BATCH_BYTES, EdgeKey, PathLike
 from .writer import rows_per_batch
-from .sources import EdgeSource, check_negative, count_nodes, note_printer, write_sources
+from .sources import EdgeSource, as_int64, check_negative, count_nodes, note_printer, write_sources
 
 
 def chunk_edge_lists(edge_files: Mapping[EdgeKey, PathLike], out_dir: PathLike, *,
@@ -99,9 +99,11 @@ def _feature_columns(batch: pa.RecordBatch, names: Sequence[str], path: Path, fi
     return out
 
 
-def _endpoint_columns(batch: pa.RecordBatch, src: str, dst: str) -> Tuple[np.ndarray, np.ndarray]:
-    return (batch.column(src).to_numpy(zero_copy_only=False).astype(np.int64, copy=False),
-            batch.column(dst).to_numpy(zero_copy_only=False).astype(np.int64, copy=False))
+def _endpoint_columns(batch: pa.RecordBatch, src: str, dst: str, path: Path, etype: str,
+                      first: int) -> Tuple[np.ndarray, np.ndarray]:
+    """The endpoint columns as int64 (an unsigned ID beyond int64 is refused, as read)."""
+    return (as_int64(batch.column(src).to_numpy(zero_copy_only=False), path, etype, "source", first),
+            as_int64(batch.column(dst).to_numpy(zero_copy_only=False), path, etype, "destination", first))
 
 
 def _numpy_type(atype: pa.DataType, path: Path, name: str) -> Tuple[np.dtype, bool]:
@@ -172,7 +174,7 @@ def _parquet_edge_source(etype: str, path: Path, batch_bytes: int) -> EdgeSource
                     if batch.column(col).null_count:
                         bad = int(np.flatnonzero(np.asarray(batch.column(col).is_null()))[0])
                         raise InputError(path, f"endpoint column '{col}' has an empty value at row {first + bad}")
-                src, dst = _endpoint_columns(batch, src_col, dst_col)
+                src, dst = _endpoint_columns(batch, src_col, dst_col, path, etype, first)
                 yield src, dst, _feature_columns(batch, feature_names, path, first), first
                 first += len(src)
         except pa.ArrowException as e:
@@ -225,7 +227,7 @@ def _csv_edge_source(etype: str, path: Path, delimiter: str, header: bool, batch
                     return
                 except pa.ArrowException as e:
                     raise _CsvTypeError(path, _csv_problem(e), first) from None
-                src, dst = _endpoint_columns(batch, names[0], names[1])
+                src, dst = _endpoint_columns(batch, names[0], names[1], path, etype, first)
                 yield src, dst, _feature_columns(batch, feature_names, path, first), first
                 first += len(src)
         return batches

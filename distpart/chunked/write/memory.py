@@ -11,7 +11,8 @@ import numpy as np
 
 from ..metadata import name_problem
 from .files import DEFAULT_BATCH_BYTES, EdgeKey, HOMOGENEOUS_NTYPE, PathLike
-from .writer import ChunkedGraphWriter, bytes_per_row, check_edge_type, check_feature_dtype, rows_per_batch
+from .writer import (ChunkedGraphWriter, bytes_per_row, check_edge_type, check_feature_dtype, check_file_names,
+                     rows_per_batch)
 from .sources import check_range
 
 _RESERVED_NDATA = ("_ID", "inner_node")   # what DGL's partition_graph does not store as features
@@ -197,6 +198,7 @@ def write_graph(graph: Any, out_dir: PathLike, *, num_chunks: int = 4, edge_form
     """Write an in-memory graph (see `describe_graph`) in the chunked format; return
     metadata.json's path. Memory beyond the graph itself: one batch of `batch_bytes`."""
     desc = describe_graph(graph)
+    check_file_names(num_chunks, edge_format, {e: desc.edge_data.get(e, {}) for e in desc.edges}, desc.node_data)
     writer = ChunkedGraphWriter(out_dir, num_chunks=num_chunks, edge_format=edge_format,
                                 graph_name=graph_name, overwrite=overwrite)
     for ntype, n in desc.num_nodes.items():

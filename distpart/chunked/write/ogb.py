@@ -10,9 +10,10 @@ from typing import Callable, Dict, Iterator, List, Mapping, Optional, Tuple
 import numpy as np
 
 from ...errors import InputError
+from ..metadata import name_problem
 from .files import DEFAULT_BATCH_BYTES, PathLike
 from .writer import check_feature_dtype, rows_per_batch
-from .sources import EdgeSource, NpyFile, check_negative, count_nodes, open_npy, note_printer, write_sources
+from .sources import EdgeSource, NpyFile, as_int64, check_negative, count_nodes, open_npy, note_printer, write_sources
 
 
 def _meta_pt_counts(path: Path, say: Callable[[str], None]) -> Dict[str, int]:
@@ -68,13 +69,19 @@ def chunk_ogb(ogb_dir: PathLike, out_dir: PathLike, *, num_nodes: Optional[Mappi
     sources: List[EdgeSource] = []
     for d in relations:
         parts = d.name.split("___")
-        if len(parts) != 3:
-            raise InputError(d, "an edge type folder must be named <src>___<rel>___<dst>")
+        problem = "an edge type folder must be named <src>___<rel>___<dst>" if len(parts) != 3 else (
+            name_problem(parts[0], "node type") or name_problem(parts[1], "relation")
+            or name_problem(parts[2], "node type"))
+        if problem:
+            raise InputError(d, problem)
         sources.append(_npy_edge_source(":".join(parts), d, batch_bytes))
     node_feats: Dict[str, Dict[str, Path]] = {}
     for d in node_dirs:
         for f in sorted(d.glob("*.npy")):
             name = f.stem[len("node_"):] if f.stem.startswith("node_") else f.stem
+            problem = name_problem(d.name, "node type") or name_problem(name, "feature")
+            if problem:
+                raise InputError(f, problem)
             node_feats.setdefault(d.name, {})[name] = f
     known = dict(_meta_pt_counts(dataset_root / "meta.pt", say))
     known.update(num_nodes or {})
@@ -101,6 +108,8 @@ def _npy_edge_source(etype: str, folder: Path, batch_bytes: int) -> EdgeSource:
         if values.ndim < 1 or len(values) != rows:
             raise InputError(f, f"has {len(values) if values.ndim else 0} rows but {path} has {rows} edges")
         name = f.stem[len("edge_"):] if f.stem.startswith("edge_") else f.stem
+        if name_problem(name, "feature"):
+            raise InputError(f, name_problem(name, "feature"))
         try:
             check_feature_dtype(values.dtype, f"feature {etype}/{name}")
         except ValueError as e:
@@ -116,7 +125,7 @@ def _npy_edge_source(etype: str, folder: Path, batch_bytes: int) -> EdgeSource:
                 src, dst = pair[:, 0], pair[:, 1]
             else:  # (2, E) in C order: the sources, then the destinations, each contiguous
                 src, dst = arr.items(a, b - a), arr.items(rows + a, b - a)
-            yield (src.astype(np.int64), dst.astype(np.int64),
+            yield (as_int64(src, path, etype, "source", a), as_int64(dst, path, etype, "destination", a),
                    {k: v.rows(a, b) for k, v in feats.items()} if features else {}, a)
 
     source = EdgeSource(etype, path, rows, {k: (v.dtype, v.tail) for k, v in feats.items()},

@@ -11,8 +11,9 @@ from typing import Callable, Dict, Iterator, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from ...errors import InputError
+from ..metadata import INT64_MAX
 from .files import PathLike
-from .writer import ChunkedGraphWriter, rows_per_batch
+from .writer import ChunkedGraphWriter, check_file_names, rows_per_batch
 
 
 def note_printer(notes: Optional[Callable[[str], None]]) -> Callable[[str], None]:
@@ -89,6 +90,16 @@ def check_range(ids: np.ndarray, n: int, what: str, ntype: str, error: Callable[
 
 
 
+def as_int64(ids: np.ndarray, path: Path, etype: str, end: str, first_row: int) -> np.ndarray:
+    """Endpoint IDs as int64. An unsigned ID above int64's range is refused with its value as
+    the file holds it (a plain cast would wrap it to a negative number)."""
+    if ids.dtype.kind == "u" and ids.dtype.itemsize >= 8 and len(ids) and int(ids.max()) > INT64_MAX:
+        bad = int(np.flatnonzero(ids > INT64_MAX)[0])
+        raise InputError(path, f"{end} ID {int(ids[bad])} at row {first_row + bad} of edge type '{etype}' "
+                               f"is above {INT64_MAX}, the largest node ID (node IDs are int64)")
+    return ids.astype(np.int64, copy=False)
+
+
 def check_negative(src: np.ndarray, dst: np.ndarray, path: Path, etype: str, first_row: int) -> None:
     s, _, d = etype.split(":")
     for ids, end, ntype in ((src, "source", s), (dst, "destination", d)):
@@ -137,6 +148,10 @@ def _find_out_of_range(source: EdgeSource, end: str, ntype: str, n: int) -> None
 def write_sources(out_dir: PathLike, counts: Mapping[str, int], sources: Sequence[EdgeSource],
                    node_feats: Mapping[str, Mapping[str, Path]], *, num_chunks: int, edge_format: str,
                    graph_name: str, overwrite: bool, batch_bytes: int, inputs: Sequence[PathLike]) -> Path:
+    try:
+        check_file_names(num_chunks, edge_format, {s.etype: s.features for s in sources}, node_feats)
+    except ValueError as e:
+        raise InputError(None, str(e)) from None
     writer = ChunkedGraphWriter(out_dir, num_chunks=num_chunks, edge_format=edge_format,
                                 graph_name=graph_name, overwrite=overwrite,
                                 inputs=[*inputs, *(s.path for s in sources),

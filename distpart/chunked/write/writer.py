@@ -9,12 +9,12 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import Any, Container, Dict, List, Mapping, Sequence, Tuple
+from typing import Any, Container, Dict, Iterable, List, Mapping, Sequence, Tuple
 
 import numpy as np
 
 from ...errors import InputError
-from ..metadata import EDGE_FORMATS, name_problem
+from ..metadata import EDGE_FORMATS, NAME_MAX, name_problem
 from .files import EXTENSIONS, MARKER, PathLike, NpyChunk, RelationSink, RowSplitter, WRITTEN, open_edge_chunk, chunk_sizes, file_stem
 
 
@@ -182,6 +182,23 @@ def prepare_folder(out: Path, overwrite: bool, inputs: Sequence[PathLike] = ()) 
         (out / MARKER).write_text(json.dumps({"tool": "distpart chunk"}) + "\n")
     except OSError as e:
         raise InputError(out, f"cannot write in the folder: {e.strerror}") from None
+
+
+def check_file_names(num_chunks: int, edge_format: str, edges: Mapping[str, Iterable[str]],
+                     node_data: Mapping[str, Iterable[str]]) -> None:
+    """ValueError naming the first type or feature whose chunk file (or folder) name would be
+    longer than a file name can be (NAME_MAX bytes); called before anything is written.
+    Names: edges/<src>___<rel>___<dst>-<c><ext>, {node,edge}_data/<type>/<feature>-<c>.npy."""
+    last = f"-{max(1, num_chunks) - 1}"
+    leaves = [(f"edge type {e!r}", file_stem(e) + last + EXTENSIONS.get(edge_format, "")) for e in edges]
+    leaves += [(f"feature {owner}/{name}", name + last + ".npy")
+               for group in (edges, node_data) for owner, names in group.items() for name in names]
+    leaves += [(f"node type {n!r}", file_stem(n)) for n in node_data]
+    for what, leaf in leaves:
+        size = len(leaf.encode("utf-8", "surrogatepass"))
+        if size > NAME_MAX:
+            raise ValueError(f"{what}: its chunk file name {leaf[:40]!r}... would be {size} bytes in UTF-8, "
+                             f"and a file name holds at most {NAME_MAX}: choose a shorter name")
 
 
 def rows_per_batch(row_bytes: int, batch_bytes: int) -> int:
