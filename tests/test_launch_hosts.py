@@ -176,7 +176,7 @@ def _mpich_token(host: str, n: int) -> str:
 
 
 @PROPERTY
-@given(entries=st.lists(st.tuples(hosts, st.integers(1, 64), st.sampled_from(["openmpi", "mpich", "plain"])),
+@given(entries=st.lists(st.tuples(hosts, st.integers(1, 16), st.sampled_from(["openmpi", "mpich", "plain"])),
                         min_size=1, max_size=8),
        bom=st.booleans(), crlf=st.booleans())
 def test_generated_hostfiles_read_back(tmp_path, entries, bom, crlf):
