@@ -1,5 +1,5 @@
 """Where distpart writes: the names of the output's files, and every path built from a name
-must stay inside its root.
+must stay inside its root; and reading a user's text file with errors that name it.
 
 Type names come from the input's metadata.json, often a downloaded dataset. They are
 checked when the metadata is parsed (`metadata.check_name`); this is the second line: a
@@ -11,7 +11,21 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .errors import InputError
+from .errors import DistpartError, InputError
+
+
+def read_user_text(path: "str | os.PathLike[str]", error: "type[DistpartError]" = InputError,
+                   encoding: str = "utf-8") -> str:
+    """A text file a user gave us, whole; a missing, unreadable or undecodable file is `error`
+    naming it (for JSON, hostfiles, ip_config.txt: one message style for all)."""
+    try:
+        return Path(path).read_text(encoding=encoding)
+    except FileNotFoundError:
+        raise error(path, "file does not exist") from None
+    except UnicodeDecodeError as e:
+        raise error(path, f"not UTF-8 text (byte {e.start})") from None
+    except OSError as e:
+        raise error(path, f"cannot read: {e.strerror}") from None
 
 
 def file_in(root: "str | os.PathLike[str]", name: str, suffix: str = "") -> Path:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ..errors import DistpartError, InputError
+from ..paths import read_user_text
 
 EDGE_FORMATS = ("csv", "numpy", "parquet")
 FEATURE_FORMATS = ("numpy", "parquet", "csv", "hdf5")
@@ -176,14 +177,7 @@ def read_json(path: Path, error: "type[DistpartError]" = InputError) -> Any:
     Every JSON distpart reads (metadata.json, partition_meta.json, the partition config)
     goes through here, so all report problems the same way.
     """
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise error(path, "file does not exist") from None
-    except UnicodeDecodeError as e:
-        raise error(path, f"not UTF-8 text (byte {e.start}): not a JSON file?") from None
-    except OSError as e:
-        raise error(path, f"cannot read: {e.strerror}") from None
+    text = read_user_text(path, error)
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:

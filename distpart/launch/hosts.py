@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..errors import InputError
+from ..paths import read_user_text
 
 FLAVORS = ("openmpi", "mpich")
 _LABEL = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
@@ -56,14 +57,7 @@ def host_problem(host: str) -> Optional[str]:
 def _read_lines(path: Path) -> List[List[str]]:
     """Each line's fields. Only the blanks mpiexec's readers know separate them (any other
     character is part of a name); '#' starts a comment; a UTF-8 BOM is dropped."""
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise InputError(path, "file does not exist") from None
-    except UnicodeDecodeError as e:
-        raise InputError(path, f"not UTF-8 text (byte {e.start})") from None
-    except OSError as e:
-        raise InputError(path, f"cannot read: {e.strerror}") from None
+    text = read_user_text(path, InputError, encoding="utf-8-sig")
     lines = []
     for line in text.split("\n"):
         line = re.sub(r"[ \t\f\v]*=[ \t\f\v]*", "=", line.split("#", 1)[0])     # Open MPI reads `slots = 4` too
