@@ -192,7 +192,7 @@ def _claim(out: Path, ntypes) -> None:
     """Refuse a folder holding files distpart did not write; remove a previous distpart output
     (DGL's partition_graph replaces its output too). Before anything is written."""
     from .run.outdir import ASSIGNMENT, PARTITIONS, OutputFolder, claim, plan_removals
-    folders = [OutputFolder(out, PARTITIONS, default_assign_dir="assignment"),
+    folders = [OutputFolder(out, PARTITIONS, ntypes, default_assign_dir="assignment"),
                OutputFolder(out / "assignment", ASSIGNMENT, ntypes)]
     # The chunked copy goes to a hidden folder no partition output writes, so it is no input
     # a removal could touch; the input root is given as that folder.

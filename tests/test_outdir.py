@@ -158,3 +158,21 @@ def test_work_folders_left_by_a_killed_run_go_with_overwrite(tmp_path, graph):
             plan_removals(folder, root, files, [], overwrite=False)
         claim([folder], plan_removals(folder, root, files, [], overwrite=True))
         assert [p.name for p in folder.path.iterdir()] == [MARKER]
+
+
+def test_overwrite_takes_the_previous_runs_node_types_from_its_config(tmp_path, graph):
+    """A previous output of a graph with other node types: its assignment files are distpart's
+    (the config names the types), a file named after no type of either run is not."""
+    root, files = graph
+    out = tmp_path / "out"
+    folder = OutputFolder(out, PARTITIONS, ["paper"], default_assign_dir="assignment")
+    claim([folder], [])
+    (out / "metadata.json").write_text(json.dumps({"ntypes": {"author": 0, "venue": 1}}))
+    (out / "assignment").mkdir()
+    for name in ("author.txt", "venue.txt", "partition_meta.json"):
+        (out / "assignment" / name).write_text("0\n")
+    assert sorted(p.name for p in plan_removals(folder, root, files, [], overwrite=True)) == \
+        ["assignment", "metadata.json"]
+    (out / "assignment" / "notes.txt").write_text("mine")
+    with pytest.raises(InputError, match="notes.txt: was not written by distpart"):
+        plan_removals(folder, root, files, [], overwrite=True)

@@ -75,7 +75,9 @@ class OutputFolder:
         if _PARTITION_FOLDER.match(entry.name):
             known: Callable[[str], bool] = _IN_PARTITION.__contains__
         elif self.kind == PARTITIONS and entry.name == self.default_assign_dir:
-            known = OutputFolder(entry, ASSIGNMENT, self.node_types).writes
+            # The previous run may have had other node types: its config names them.
+            types = [*self.node_types, *_config_node_types(self.path / CONFIG_FILE)]
+            known = OutputFolder(entry, ASSIGNMENT, types).writes
         else:
             return None
         for name in sorted(os.listdir(entry)):
@@ -86,6 +88,15 @@ class OutputFolder:
 
 
 _PARTITION_FOLDER = re.compile(r"^part\d+$")
+
+
+def _config_node_types(config: Path) -> List[str]:
+    """The node types a previous output's partition config names ([] if it has none)."""
+    try:
+        ntypes = json.loads(config.read_text(encoding="utf-8")).get("ntypes", {})
+        return [str(t) for t in ntypes] if isinstance(ntypes, dict) else []
+    except (OSError, ValueError, AttributeError):
+        return []
 
 
 def _inside(path: Path, folder: Path) -> bool:
