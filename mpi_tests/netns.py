@@ -26,10 +26,11 @@ machine, as root, without touching anything outside the test:
   `ssh -F <dir>/ssh_config`, handed to Open MPI as `OMPI_MCA_plm_rsh_agent` in `cluster.env`.
   The sshd log (`host.accepted_logins()`) proves that a connection reached that host.
 
-A test module uses it through a fixture of its own scope:
+The tests use one such pair for the whole session, conftest.py's `netns_pair` fixture (which
+kills what a test left running on the hosts after it):
 
-    @pytest.fixture(scope="module")
-    def hosts(tmp_path_factory):
+    @pytest.fixture(scope="session")
+    def _netns_session(tmp_path_factory):
         with netns_cluster(tmp_path_factory.mktemp("netns"), 2, side_network=True) as c:
             yield c
 
@@ -50,7 +51,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Sequence
+from typing import Callable, Dict, Iterator, List, Optional, Sequence
 
 import pytest
 
@@ -159,14 +160,23 @@ class NetnsHost:
         """Run argv on this host; on timeout the whole process group is killed and the test fails."""
         return run_bounded(self.command(argv), env, timeout, cwd)
 
-    def run_for(self, argv: Sequence, env: Dict[str, str], seconds: float) -> Optional[Run]:
-        """Run argv on this host for at most `seconds`; None if it was still running then. Its
-        process group then gets SIGTERM (so `distpart launch` can stop mpiexec and remove its
-        hostfile), SIGKILL 5 s later; what it left on other hosts: `NetnsCluster.kill_jobs`."""
+    def run_for(self, argv: Sequence, env: Dict[str, str], seconds: float,
+                stop_when: Optional[Callable[[], bool]] = None) -> Optional[Run]:
+        """Run argv on this host for at most `seconds`, or until `stop_when()` (polled every
+        0.2 s) says it is stuck; None if it was still running then. Its process group then
+        gets SIGTERM (so `distpart launch` can stop mpiexec and remove its hostfile), SIGKILL
+        5 s later; what it left on other hosts: `NetnsCluster.kill_jobs`."""
         proc = subprocess.Popen(self.command(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 env=env, start_new_session=True, stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + seconds
         try:
-            out, err = proc.communicate(timeout=seconds)
+            while True:
+                try:
+                    out, err = proc.communicate(timeout=min(0.2, max(0.0, deadline - time.monotonic())))
+                    break
+                except subprocess.TimeoutExpired:
+                    if time.monotonic() >= deadline or (stop_when is not None and stop_when()):
+                        raise
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGTERM)
             try:

@@ -6,7 +6,7 @@ and run in a temp dir, always stopped afterwards.
         run = cluster.run(["srun", "--mpi=pmix", "-n", "2", ...], timeout=120)
 
 Everything lives under the temp dir: the munge key, socket, pid, log and seed files, slurm.conf
-(`AuthInfo=socket=` that munge socket), state, spool, logs and pid files. The controller
+(`AuthInfo=socket=` that munge socket), state, spool, the jobs' TmpFS, logs and pid files. The controller
 and the node are this machine's hostname at 127.0.0.1 on free high ports, so no traffic
 leaves the machine and the system's own munge/SLURM (if any) is neither used nor touched.
 Clients find the configuration through `SLURM_CONF` in `cluster.env`.
@@ -28,6 +28,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import random
 import re
 import select
 import shutil
@@ -239,6 +240,10 @@ def _config(d: Path, node: str, extra: Sequence[str]) -> str:
         "ClusterName=distpart-test",
         f"SlurmctldHost={node}(127.0.0.1)",
         f"SlurmctldPort={ctld_port}",
+        # Job IDs from a random start, not 1: Open MPI names its shared-memory segments and SLURM's
+        # PMIx plugin its folders after the job and step, so two test SLURMs on one machine (two
+        # test runs at once) both at job 1 would share them (seen: a rank's segfault in btl_vader).
+        f"FirstJobId={random.randrange(10_000, 9_000_000)}",
         f"SlurmdPort={slurmd_port}",
         "AuthType=auth/munge",
         "CredType=cred/munge",
@@ -247,6 +252,10 @@ def _config(d: Path, node: str, extra: Sequence[str]) -> str:
         "SlurmdUser=root",
         f"StateSaveLocation={d / 'state'}",
         f"SlurmdSpoolDir={d / 'spool'}",
+        # The jobs' temp dir, where SLURM's PMIx plugin makes spmix_appdir_<uid>_<job>.<step>:
+        # in /tmp, a second test SLURM (another test run on this machine) at the same job ID
+        # would share that folder and remove it under a running step.
+        f"TmpFS={d / 'tmp'}",
         f"SlurmctldPidFile={d / 'slurmctld.pid'}",
         f"SlurmdPidFile={d / 'slurmd.pid'}",
         f"SlurmctldLogFile={d / 'slurmctld.log'}",
@@ -261,6 +270,9 @@ def _config(d: Path, node: str, extra: Sequence[str]) -> str:
         "MpiDefault=none",
         "ReturnToService=2",
         "SchedulerType=sched/builtin",
+        # Start a batch job as soon as it is submitted: SLURM's defaults hold it back up to 3 s
+        # (batch_sched_delay) and run the main scheduler at most every 2 s (sched_min_interval).
+        "SchedulerParameters=batch_sched_delay=0,sched_min_interval=0",
         "SelectType=select/cons_tres",
         "SelectTypeParameters=CR_Core",
         "KillWait=5",
@@ -400,7 +412,7 @@ class SlurmCluster:
                 raise ClusterFailure(f"job {job_id} still {info.get('JobState')} after {timeout}s: "
                                      f"cancelled\n{self.logs()}")
             self.check_daemons()
-            time.sleep(0.5)
+            time.sleep(0.1)
 
     def sbatch(self, script: Path, *options, timeout: float = 180) -> Job:
         """Submit a batch script (`sbatch --parsable OPTIONS SCRIPT`) and wait for it to end."""
@@ -464,7 +476,14 @@ def slurm_cluster(tmp: Path, extra_conf: Sequence[str] = (), start_timeout: floa
         import pytest
         pytest.skip(reason)
     d = (tmp / f"slurm-{uuid.uuid4().hex[:6]}").resolve()
-    for sub in ("state", "spool", "munge"):
+    # A PMIx step's server socket is SlurmdSpoolDir/stepd.slurm.pmix.<job>.<step>, and a UNIX
+    # socket path has at most 107 bytes: past that every srun --mpi=pmix step fails to launch
+    # ("Unspecified error"; slurmd.log: "UNIX socket path is too long"). pytest-xdist makes
+    # tmp_path 10 bytes longer, which a test's own tmp_path did not survive.
+    if len(str(d / "spool")) > 107 - len("/stepd.slurm.pmix.9999999.999"):
+        raise ClusterFailure(f"{d}: too long a path for the PMIx step sockets under it: give "
+                             f"slurm_cluster a shorter folder (tmp_path_factory.mktemp)")
+    for sub in ("state", "spool", "munge", "tmp"):
         (d / sub).mkdir(parents=True)
     for sub in (d, d / "munge"):
         os.chmod(sub, 0o755)     # munged: socket dir searchable by all, key dir writable by root only

@@ -11,6 +11,10 @@ import pytest
 
 from conftest import distpart
 
+# Parallel runs (scripts/test.sh, pytest-xdist): the tests that mount or fill file systems, start
+# daemons or measure time run on one worker, one at a time.
+pytestmark = pytest.mark.xdist_group("serial")
+
 
 @pytest.fixture
 def small_fs(tmp_path):

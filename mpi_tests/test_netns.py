@@ -26,11 +26,14 @@ DISTPART = str(Path(sys.executable).parent / "distpart")   # the venv's entry po
 VENV = str(Path(sys.executable).parent.parent)
 
 
-@pytest.fixture(scope="module")
-def hosts(tmp_path_factory):
-    """Two hosts for the whole module, each also with the dead second network (eth1)."""
-    with netns_cluster(tmp_path_factory.mktemp("netns"), 2, side_network=True) as c:
-        yield c
+# Parallel runs (scripts/test.sh, pytest-xdist) keep the daemon tests on one worker, one at a time.
+pytestmark = pytest.mark.xdist_group("serial")
+
+
+@pytest.fixture
+def hosts(netns_pair):
+    """The session's two hosts (conftest.py), each also with the dead second network (eth1)."""
+    return netns_pair
 
 
 def _banner(stderr: str) -> str:
@@ -155,21 +158,54 @@ def test_netns_pbs_job_outside_pbs_says_so(tmp_path):
     assert run.returncode == 2 and "no virtualenv at DISTPART_VENV=/path/to/distpart/.venv" in run.stderr
 
 
+def _stuck_connects(c: NetnsCluster, subnet: str) -> List[str]:
+    """The TCP connects to `subnet` that the ranks (python) have pending, on every host, as
+    'host local-port': `ss` in each host's namespace, sockets still in SYN-SENT."""
+    stuck = []
+    for h in c.hosts:
+        out = subprocess.run(["ip", "netns", "exec", h.netns, "ss", "-Htnp", "state", "syn-sent", "dst", subnet],
+                             capture_output=True, text=True, timeout=30).stdout
+        for line in out.splitlines():
+            if '"python' in line:
+                stuck.append(f"{h.name} {line.split()[2]}")   # e.g. 10.213.x.129:38641
+    return stuck
+
+
 def test_netns_second_network_needs_interface(hosts, example_dir, tmp_path):
     """Issue 10: every host also has eth1 on a network that drops everything. Without
-    --interface, Open MPI tries it and hangs (stopped here after 20 s); with it, the job runs.
-    (It is the ranks' TCP BTL that hangs: mpiexec's own wire-up, oob, falls back to eth0.)"""
+    --interface, Open MPI tries it and hangs; with it, the job runs.
+    (It is the ranks' TCP BTL that hangs: mpiexec's own wire-up, oob, falls back to eth0.)
+    The hang is seen where it happens, not waited out: each host's ranks sit in a TCP connect
+    to the other host's eth1 address (SYN-SENT), the same connect for 3 s, i.e. past the
+    kernel's first SYN retransmission (1 s): nobody answers there. The job is stopped then
+    (after 20 s at the latest, the wait this test had before)."""
     c = hosts
     h0, h1 = c.hosts
     assert c.side_subnet and h0.side_address and h1.side_address
     cfg = tmp_path / "ip_config.txt"
     cfg.write_text(f"{h0.address}\n{h1.address}\n")
     job = ["--", "pipeline", example_dir, tmp_path / "out", "--num-parts", 2, "--method", "random"]
+    first_seen, ever_seen = {}, set()
+
+    def hung_on_the_dead_network() -> bool:
+        now = time.monotonic()
+        stuck = _stuck_connects(c, c.side_subnet)
+        ever_seen.update(stuck)
+        for conn in list(first_seen):
+            if conn not in stuck:
+                del first_seen[conn]
+        for conn in stuck:
+            first_seen.setdefault(conn, now)
+        held = {conn.split()[0] for conn, t in first_seen.items() if now - t >= 3}
+        return held == {h.name for h in c.hosts}
+
     try:
-        hung = h0.run_for([DISTPART, "launch", "--ip-config", cfg, *job], c.env, 20)
+        hung = h0.run_for([DISTPART, "launch", "--ip-config", cfg, *job], c.env, 20,
+                          stop_when=hung_on_the_dead_network)
     finally:
         c.kill_jobs()
     assert hung is None or hung.returncode != 0, "expected Open MPI to hang on the dead network"
+    assert ever_seen, "the job did not succeed, but no rank was seen connecting over the dead network"
     run = _launch(c, "--ip-config", cfg, "--interface", c.iface, *job[:3], tmp_path / "out2", *job[4:])
     assert run.returncode == 0, run.output
     assert _banner(run.stderr) == f"2 ranks on 2 hosts ({h0.name} x1, {h1.name} x1)"

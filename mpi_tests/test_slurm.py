@@ -27,6 +27,9 @@ PYTHON = VENV / "bin" / "python"
 NO_PMI = "OMPI was not built with SLURM's PMI support"
 PMIX_LIB = Path("/usr/lib/x86_64-linux-gnu/pmix2/lib/libpmix.so")
 
+# Parallel runs (scripts/test.sh, pytest-xdist) keep the daemon tests on one worker, one at a time.
+pytestmark = pytest.mark.xdist_group("serial")
+
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
@@ -117,9 +120,10 @@ def test_slurm_srun_without_pmix_fails_cleanly(cluster, example_dir, tmp_path, m
     assert "verify: OK" not in run.stdout
 
 
-def test_slurm_plain_srun_with_site_mpidefault_pmix(tmp_path, example_dir):
-    """Where the site sets MpiDefault=pmix, plain srun is srun --mpi=pmix."""
-    with slurm_cluster(tmp_path, extra_conf=["MpiDefault=pmix"]) as c:
+def test_slurm_plain_srun_with_site_mpidefault_pmix(tmp_path_factory, tmp_path, example_dir):
+    """Where the site sets MpiDefault=pmix, plain srun is srun --mpi=pmix. (The cluster's
+    folder is a short one: see slurm_cluster on the PMIx socket path.)"""
+    with slurm_cluster(tmp_path_factory.mktemp("slurm"), extra_conf=["MpiDefault=pmix"]) as c:
         out = tmp_path / "out"
         run = c.run(["srun", "-n", "2", PYTHON, "-m", "distpart", "pipeline", example_dir, out,
                      "--num-parts", "2", "--method", "random"], timeout=120)

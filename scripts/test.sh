@@ -1,7 +1,15 @@
 #!/usr/bin/env bash
 # Set up, then run the whole test suite: unit tests, then the MPI tests (1, 2 and 4 ranks).
+# The tests run on several pytest-xdist workers at once (most of a test's time is an mpiexec
+# start-up or a daemon's answer, not CPU); the tests that start daemons (netns hosts with sshd,
+# SLURM, munge), mount file systems or measure time or memory are marked
+# xdist_group("serial") and run on one worker, one after the other. DISTPART_TEST_WORKERS=N
+# sets the number of workers (default 3; 0 runs everything in this one process).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup-test.sh
 source scripts/mpienv.sh
-python -m pytest tests mpi_tests -q -rs "$@"
+workers="${DISTPART_TEST_WORKERS:-3}"
+parallel=()
+if [ "$workers" != 0 ]; then parallel=(-n "$workers" --dist loadgroup); fi
+python -m pytest tests mpi_tests -q -rs "${parallel[@]}" "$@"

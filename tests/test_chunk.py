@@ -296,6 +296,7 @@ print(tracemalloc.get_traced_memory()[1], pa.default_memory_pool().max_memory())
 """
 
 
+@pytest.mark.xdist_group("serial")   # it measures memory: one at a time (scripts/test.sh)
 def test_edge_lists_stream_in_bounded_memory(tmp_path: Path) -> None:
     n = 3_000_000
     rng = np.random.default_rng(0)

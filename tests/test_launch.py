@@ -6,7 +6,6 @@ import os
 import shlex
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -246,6 +245,7 @@ def _script(path: Path, text: str) -> Path:
     return path
 
 
+@pytest.mark.xdist_group("serial")   # it measures time: not beside the daemon tests (scripts/test.sh)
 def test_check_hosts_names_every_bad_host_in_one_line_in_parallel(tmp_path):
     """A fake remote shell (the Open MPI agent variable points to it): 'bad' fails as ssh does,
     'slow' sleeps 3 s, 'novenv' lacks the interpreter; three hosts probed at once take ~3 s."""
@@ -268,6 +268,15 @@ def test_check_hosts_names_every_bad_host_in_one_line_in_parallel(tmp_path):
     assert f"checked with `{agent}`" in msg
     with pytest.raises(InputError, match="cannot reach host x: remote shell '/nonexistent/ssh' not found"):
         check_hosts(["x"], {"OMPI_MCA_plm_rsh_agent": "/nonexistent/ssh"}, sys.executable)
+
+
+def _own_tmpdir(tmp_path):
+    """The environment with a TMPDIR of the test's own, where `distpart launch` makes its
+    hostfile (tempfile.mkstemp): a check that none is left there cannot see the hostfiles of
+    launches that other tests run meanwhile in /tmp (scripts/test.sh runs tests in parallel)."""
+    tmp = tmp_path / "tmpdir"
+    tmp.mkdir()
+    return dict(os.environ, TMPDIR=str(tmp))
 
 
 def _launch(tmp_path, *argv, env=None, timeout=60):
@@ -332,12 +341,12 @@ def test_launch_errors_exit_2_with_one_line(tmp_path):
     assert run.returncode == 2 and run.stderr == ("distpart launch: error: 'no-such-mpiexec' not found: "
                                                  "install MPI or pass --mpiexec PATH\n")
     fake = _script(tmp_path / "mpiexec", 'echo "srun 22.05"\n')
-    before = set(Path(tempfile.gettempdir()).glob("distpart-hosts-*"))
-    run = _launch(tmp_path, "--hostfile", nodes, "--mpiexec", fake, "--", "validate", "IN")
+    env = _own_tmpdir(tmp_path)
+    run = _launch(tmp_path, "--hostfile", nodes, "--mpiexec", fake, "--", "validate", "IN", env=env)
     assert run.returncode == 2 and "cannot tell which MPI" in run.stderr
-    run = _launch(tmp_path, "--hostfile", nodes, "--mpiexec", fake, "--dry-run", "--", "validate", "IN")
+    run = _launch(tmp_path, "--hostfile", nodes, "--mpiexec", fake, "--dry-run", "--", "validate", "IN", env=env)
     assert run.returncode == 2 and run.stdout == ""
-    assert not set(Path(tempfile.gettempdir()).glob("distpart-hosts-*")) - before   # no hostfile left
+    assert not list(Path(env["TMPDIR"]).glob("distpart-hosts-*"))   # no hostfile left
     run = _launch(tmp_path, "--hostfile", nodes, "--mpiexec", fake, "--")
     assert run.returncode == 2
     agent = _script(tmp_path / "ssh", 'echo "ssh: connect to host n1 port 22: No route to host" >&2; exit 255\n')

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -147,15 +147,20 @@ def test_launch_and_hostfile_commands_refuse_with_exit_2_and_write_nothing(tmp_p
     nodes.write_text("localhost\n-oProxyCommand=sh\n")
     fake = _script(tmp_path / "mpiexec", 'if [ "$1" = --version ]; then echo "mpiexec (OpenRTE) 4.1.4"; exit 0; fi\n'
                    f'touch {tmp_path}/ran\n')
-    before = set(Path(tempfile.gettempdir()).glob("distpart-hosts-*"))
+    # A TMPDIR of the test's own, where `distpart launch` would make its hostfile
+    # (tempfile.mkstemp): other tests' launches meanwhile (scripts/test.sh runs tests in
+    # parallel) write theirs to /tmp, where "none was left" could not be told.
+    tmpdir = tmp_path / "tmpdir"
+    tmpdir.mkdir()
     for extra in ([], ["--dry-run"]):
         run = subprocess.run([sys.executable, "-m", "distpart", "launch", "--hostfile", str(nodes), "--mpiexec",
-                              str(fake), *extra, "--", "validate", "IN"], capture_output=True, text=True, timeout=60)
+                              str(fake), *extra, "--", "validate", "IN"], capture_output=True, text=True, timeout=60,
+                             env=dict(os.environ, TMPDIR=str(tmpdir)))
         assert run.returncode == 2 and run.stdout == ""
         assert run.stderr == (f"distpart launch: error: {nodes}: line 2: host '-oProxyCommand=sh' starts with '-': "
                               "ssh would read it as an option\n")
     assert not (tmp_path / "ran").exists()
-    assert not set(Path(tempfile.gettempdir()).glob("distpart-hosts-*")) - before
+    assert not list(tmpdir.glob("distpart-hosts-*"))
     cfg = tmp_path / "ip_config.txt"
     cfg.write_text("\ufeff10.0.0.1 30050\nnode_2 30050\n")
     run = subprocess.run([sys.executable, "-m", "distpart", "hostfile", str(cfg)], capture_output=True, text=True)
