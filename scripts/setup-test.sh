@@ -2,7 +2,8 @@
 # What the test suite needs beyond scripts/setup.sh, installed idempotently: the daemons the
 # cluster tests start themselves (sshd for the multi-host netns tests, SLURM and munge for the
 # SLURM tests), iproute2 for network namespaces, and MPICH for the second-MPI tests.
-# None of these daemons is started here or left running: each test starts and stops its own.
+# None of these daemons is started here or left running: the tests start and stop their own
+# (one netns pair with sshd for the whole test session, SLURM clusters per module or test).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
