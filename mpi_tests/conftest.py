@@ -96,13 +96,50 @@ def run_driver(name: str, nranks: int, timeout: float = 120) -> Run:
     return run
 
 
-def distpart(nranks: int, *argv, timeout: float = DEFAULT_TIMEOUT, ok: Optional[bool] = True) -> Run:
-    """Run a distpart subcommand; with ok=True assert success, with ok=False assert failure."""
+# Options whose value is a file the user asked for even when the run is refused.
+_USER_OUTPUTS = ("--log-file", "--stats-json", "--json", "--plot")
+
+
+def touched_roots(argv: Sequence) -> List[Path]:
+    """The folders a distpart command line names (for a path that does not exist yet, its
+    nearest existing parent), without the files the user asked to be written in any case."""
+    roots: List[Path] = []
+    for i, arg in enumerate(argv):
+        if not isinstance(arg, Path) or (i and str(argv[i - 1]) in _USER_OUTPUTS):
+            continue
+        path = arg
+        while not path.exists() and path != path.parent:
+            path = path.parent
+        if path != path.parent and path not in roots:
+            roots.append(path)
+    return roots
+
+
+def distpart(nranks: int, *argv, timeout: float = DEFAULT_TIMEOUT, ok: Optional[bool] = True,
+             refusal_changes_nothing: bool = True) -> Run:
+    """Run a distpart subcommand; with ok=True assert success, with ok=False assert failure.
+
+    A refusal (exit 2) must leave the file system as it found it: unless ok=True, every folder
+    the command line names is snapshotted (names, sizes, sha256) before and compared after,
+    the one place that checks it for every refusal test. A run expected to fail part-way
+    (a full disk, a killed rank) passes `refusal_changes_nothing=False`."""
+    from safety import differences, snapshot
+    roots = touched_roots(argv) if ok is not True and refusal_changes_nothing else []
+    asked = {str(argv[i + 1]) for i, a in enumerate(argv[:-1]) if str(a) in _USER_OUTPUTS}
+
+    def state():
+        return {path: entry for path, entry in snapshot(*roots).items() if path not in asked}
+
+    before = state()
     run = mpirun(nranks, argv, timeout)
     if ok is True:
         assert run.returncode == 0, f"distpart {' '.join(map(str, argv))} failed:\n{run.output}"
     elif ok is False:
         assert run.returncode != 0, f"distpart {' '.join(map(str, argv))} should have failed:\n{run.output}"
+    if run.returncode == 2 and roots:
+        diff = differences(before, state())
+        assert not diff, (f"distpart {' '.join(map(str, argv))} was refused but changed the file "
+                          f"system:\n{diff}\n{run.output}")
     return run
 
 

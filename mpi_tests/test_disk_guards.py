@@ -41,8 +41,9 @@ def test_too_small_file_system_is_refused_before_any_work(example_dir, small_fs)
 
 def test_disk_full_while_writing_is_a_clear_error_on_every_rank(example_dir, small_fs):
     out = small_fs / "out"
+    # A disk that fills up part-way is a failure, not a refusal: the partial files stay.
     run = distpart(2, "pipeline", example_dir, out, "--num-parts", 2, "--method", "random",
-                   "--no-space-check", ok=False)
+                   "--no-space-check", ok=False, refusal_changes_nothing=False)
     assert run.returncode == 2, run.output
     assert "no space left on the output's file system while writing" in run.stderr
     assert run.stderr.count("error:") == 1 and "Traceback" not in run.output

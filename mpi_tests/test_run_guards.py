@@ -140,7 +140,9 @@ def test_a_second_run_into_the_same_folder_is_refused_while_the_first_runs(tmp_p
         while not (out / ".distpart.lock").exists():
             assert first.poll() is None and time.time() < deadline, "the first run never took the lock"
             time.sleep(0.05)
-        second = distpart(2, "pipeline", in_dir, out, "--num-parts", 2, "--method", "random", ok=False)
+        # The first run writes into `out` meanwhile: the snapshot would see its files.
+        second = distpart(2, "pipeline", in_dir, out, "--num-parts", 2, "--method", "random", ok=False,
+                          refusal_changes_nothing=False)
         out1, err1 = first.communicate(timeout=240)
     except subprocess.TimeoutExpired:
         os.killpg(first.pid, signal.SIGKILL)

@@ -27,6 +27,7 @@ import errno
 import fcntl
 import json
 import os
+import shutil
 import socket
 import time
 from contextlib import contextmanager
@@ -135,11 +136,13 @@ class FolderLock:
         self._fd: Optional[int] = None
         self._created: List[Path] = []     # folders this lock made, deepest first
         self._had_marker = False
+        self._was_empty = False             # an existing folder with nothing in it
 
     def acquire(self) -> "FolderLock":
         missing = [self.folder, *self.folder.parents]
         self._created = [d for d in missing[:next((i for i, d in enumerate(missing) if d.exists()), len(missing))]]
         self._had_marker = (self.folder / OWNER_MARKER).exists()
+        self._was_empty = self.folder.is_dir() and not any(self.folder.iterdir())
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
         except FileExistsError:
@@ -238,23 +241,33 @@ class FolderLock:
                                     f"safely: if no distpart run uses this folder, delete the file "
                                     f"and start again")
 
-    def withdraw(self) -> None:
-        """After a refusal: undo what taking the lock and claiming the folder wrote, while the
-        lock is still held. Folders this lock created go if they hold nothing but the lock and
-        the owner marker; a marker this run added to an existing folder goes if it is alone."""
-        if self._fd is None:
+    def withdraw(self, everything: bool) -> None:
+        """After a run ended in an error, while the lock is still held: undo what it wrote.
+
+        A folder this run created, or found empty, holds only this run's files: with
+        `everything` (a refusal: the input or the arguments were wrong, so nothing of the run
+        is worth keeping) it is emptied, and removed if created; otherwise (a failure part-way,
+        a full disk say) its partial files stay for inspection, and only a folder holding
+        nothing but the lock and marker goes. In a folder that held something before, only a
+        marker this run added goes, when nothing else of the run is there."""
+        if self._fd is None or not self.folder.is_dir():
             return
-        if not self.folder.is_dir() or set(os.listdir(self.folder)) - {LOCK_NAME, OWNER_MARKER}:
-            return   # the run wrote something: that is output (incomplete), not a refusal's trace
-        if self._created:
-            (self.folder / OWNER_MARKER).unlink(missing_ok=True)
+        fresh = bool(self._created) or self._was_empty
+        leftover = set(os.listdir(self.folder)) - {LOCK_NAME, OWNER_MARKER}
+        if fresh and (everything or not leftover):
+            for name in leftover | {OWNER_MARKER}:
+                path = self.folder / name
+                if path.is_dir() and not path.is_symlink():
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    path.unlink(missing_ok=True)
             self.release()
             for folder in self._created:
                 try:
                     folder.rmdir()
                 except OSError:
                     break   # not empty: someone else uses it
-        elif not self._had_marker:
+        elif not leftover and not self._had_marker:
             (self.folder / OWNER_MARKER).unlink(missing_ok=True)
 
     def release(self) -> None:
@@ -294,10 +307,11 @@ def folder_locks(comm: Intracomm, folders: Sequence[Path], command: str,
                     for note in lock.notes:
                         say(f"{folder}: {note}")
         yield
-    except DistpartError:
-        # A refusal leaves the file system as it found it: no folder, marker or lock of ours.
+    except DistpartError as e:
+        # A refusal leaves the file system as it found it: no folder, file, marker or lock of
+        # ours (see FolderLock.withdraw for what a failure part-way leaves).
         for lock in reversed(held):
-            lock.withdraw()
+            lock.withdraw(everything=isinstance(e, InputError))
         raise
     finally:
         for lock in held:
