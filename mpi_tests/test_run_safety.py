@@ -114,3 +114,18 @@ def test_a_graph_with_no_edge_types_is_refused_before_anything_is_written(tmp_pa
         run = distpart(2, "pipeline", graph, tmp_path / "out", "--num-parts", 2, "--method", "random",
                        ok=False)
     assert run.returncode == 2 and "the graph has no edge types" in run.stderr, run.output
+
+
+def test_partition_graph_of_a_graph_with_no_edge_types_writes_nothing(tmp_path):
+    """Item 8, through DGL's in-memory API (one process, a world of one rank)."""
+    import sys
+    script = ("import distpart\n"
+              "try:\n"
+              "    distpart.partition_graph({'num_nodes': {'a': 10}, 'edges': {}}, 'g', 2, 'out',\n"
+              "                             part_method='random')\n"
+              "except distpart.errors.InputError as e:\n"
+              "    print('refused:', e)\n")
+    with unchanged(tmp_path):
+        run = subprocess.run([sys.executable, "-c", "import distpart.errors\n" + script], cwd=tmp_path,
+                             env=mpi_env(), capture_output=True, text=True, timeout=120)
+    assert "refused:" in run.stdout and "the graph has no edge types" in run.stdout, run.stdout + run.stderr
