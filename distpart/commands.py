@@ -46,14 +46,12 @@ def written_folders(args: argparse.Namespace) -> List[Path]:
 
 def refuse_input_as_output(args: argparse.Namespace) -> None:
     """Checked before the lock file is made, so the input folder is never written at all."""
-    from .errors import InputError
+    from .run.outdir import refuse_inside_input
     in_dir = getattr(args, "in_dir", None)
     if in_dir is None:
         return
     for folder in written_folders(args):
-        if Path(folder).resolve() == Path(in_dir).resolve():
-            raise InputError(folder, "is the input graph's folder: write the output somewhere else "
-                                     "(distpart never writes into its input)")
+        refuse_inside_input(Path(folder), Path(in_dir))
 
 
 def _check_resources(comm: Intracomm, args: argparse.Namespace, meta, num_parts: Optional[int], progress) -> None:

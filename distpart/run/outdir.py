@@ -111,6 +111,18 @@ def _only_locks(entry: Path) -> bool:
     return LOCK_NAME in names and names <= {MARKER, LOCK_NAME}
 
 
+def refuse_inside_input(where: Path, input_root: Path) -> None:
+    """Refuse an output folder that is the input folder or lies inside it (symlinks resolved).
+    Also checked before the folder lock is taken, so not even a lock file lands in the input."""
+    target, root = Path(where).resolve(), Path(input_root).resolve()
+    if target == root:
+        raise InputError(where, "is the input graph's folder: write the output somewhere else "
+                                "(distpart never writes into its input)")
+    if _inside(target, root):
+        raise InputError(where, f"is inside the input graph's folder {root}: write the output "
+                                f"somewhere else (distpart never writes into its input)")
+
+
 def plan_removals(folder: OutputFolder, input_root: Path, input_files: Iterable[Path],
                   reads: Sequence[Path], overwrite: bool, resume: bool = False) -> List[Path]:
     """Check one output folder; return what `--overwrite` must remove first (else []).
@@ -120,13 +132,7 @@ def plan_removals(folder: OutputFolder, input_root: Path, input_files: Iterable[
     """
     where = folder.path
     target = where.resolve()
-    root = input_root.resolve()
-    if target == root:
-        raise InputError(where, "is the input graph's folder: write the output somewhere else "
-                                "(distpart never writes into its input)")
-    if _inside(target, root):
-        raise InputError(where, f"is inside the input graph's folder {root}: write the output "
-                                f"somewhere else (distpart never writes into its input)")
+    refuse_inside_input(where, input_root)
     for f in input_files:
         f = Path(f).resolve()
         if _inside(f, target) and folder.writes(f.relative_to(target).parts[0]):
