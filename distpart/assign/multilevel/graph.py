@@ -1,0 +1,129 @@
+"""One level of the multilevel hierarchy, distributed, and its halo.
+
+A `LevelGraph` is a symmetric weighted graph whose vertices are numbered 0..n-1 globally
+and held in contiguous blocks: rank r owns [vtxdist[r], vtxdist[r+1]). Its rows hold global
+neighbour IDs (`adjncy`), edge weights (`adjwgt`, symmetric: w(u,v) == w(v,u)) and one
+vertex-weight column per balance constraint (`vwgt`, int64). Everything is integer, so
+every sum over ranks is exact and order-free: that is what lets the whole method give the
+same assignment for any number of ranks.
+
+A `Halo` maps the columns to "extended local" indices (own vertices 0..nlocal-1, then the
+ghosts: the distinct neighbours owned by other ranks, ascending by global ID) and refreshes a
+per-vertex value for the ghosts with one `Alltoallv`. `col` is that mapping of `adjncy`, so a
+neighbour's value is `ext[halo.col]` where `ext = halo.extend(comm, local_values)`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ...arrays import group_by_owner
+from ...mpi.exchange import DEFAULT_MAX_BYTES, alltoallv_grouped, allreduce_sum
+
+if TYPE_CHECKING:
+    from mpi4py.MPI import Intracomm
+
+
+@dataclass
+class LevelGraph:
+    """This rank's rows of one level (see the module docstring)."""
+
+    vtxdist: np.ndarray   # (R + 1,) int64 block boundaries of global vertex IDs
+    xadj: np.ndarray      # (nlocal + 1,) int64
+    adjncy: np.ndarray    # (m,) int64 global neighbour IDs, no self loops, no duplicates in a row
+    adjwgt: np.ndarray    # (m,) int64 edge weights
+    vwgt: np.ndarray      # (nlocal, ncon) int64 vertex weights
+    total: np.ndarray = field(default=None)  # (ncon,) int64 global column sums
+
+    def __post_init__(self) -> None:
+        self.vwgt = np.asarray(self.vwgt, dtype=np.int64).reshape(self.nlocal, -1)
+
+    def with_totals(self, comm: "Intracomm") -> "LevelGraph":
+        """Fill `total` (collective)."""
+        self.total = allreduce_sum(comm, self.vwgt.sum(axis=0))
+        return self
+
+    @property
+    def nlocal(self) -> int:
+        return len(self.xadj) - 1
+
+    @property
+    def n(self) -> int:
+        return int(self.vtxdist[-1])
+
+    @property
+    def ncon(self) -> int:
+        return self.vwgt.shape[1]
+
+    def rows(self) -> np.ndarray:
+        """Local row index of every adjacency entry."""
+        return np.repeat(np.arange(self.nlocal, dtype=np.int64), np.diff(self.xadj))
+
+    def owner(self, ids: np.ndarray) -> np.ndarray:
+        """Rank owning each global vertex ID."""
+        return np.searchsorted(self.vtxdist, ids, side="right") - 1
+
+    def first(self, comm: "Intracomm") -> int:
+        """Global ID of this rank's first vertex."""
+        return int(self.vtxdist[comm.Get_rank()])
+
+
+@dataclass
+class Halo:
+    """Ghost vertices of one rank of a LevelGraph and the plan to refresh their values."""
+
+    ghosts: np.ndarray        # (nghost,) global IDs, ascending, not owned here
+    col: np.ndarray           # (m,) extended local index of every adjacency entry
+    send_local: np.ndarray    # local indices of own vertices other ranks need, grouped by rank
+    send_counts: np.ndarray   # (R,) rows to each rank
+    recv_order: np.ndarray    # where each received row goes among the ghosts
+    max_bytes: int = DEFAULT_MAX_BYTES
+
+    @classmethod
+    def build(cls, comm: "Intracomm", g: LevelGraph, max_bytes: int = DEFAULT_MAX_BYTES) -> "Halo":
+        """Collective: each rank asks each ghost's owner once, and remembers what it is asked."""
+        lo, hi = g.first(comm), g.first(comm) + g.nlocal
+        remote = (g.adjncy < lo) | (g.adjncy >= hi)
+        ghosts = np.unique(g.adjncy[remote])
+        col = g.adjncy - lo
+        col[remote] = g.nlocal + np.searchsorted(ghosts, g.adjncy[remote])
+        order, counts = group_by_owner(g.owner(ghosts), comm.Get_size())
+        (asked,), recv_counts = alltoallv_grouped(comm, [ghosts], counts, order, max_bytes)
+        return cls(ghosts, col, asked - lo, recv_counts, order, max_bytes)
+
+    @property
+    def nghost(self) -> int:
+        return len(self.ghosts)
+
+    def ghost_values(self, comm: "Intracomm", local: np.ndarray) -> np.ndarray:
+        """Values of the ghosts, given every rank's values of its own vertices. Collective."""
+        (got,), _ = alltoallv_grouped(comm, [np.ascontiguousarray(local[self.send_local])],
+                                      self.send_counts, None, self.max_bytes)
+        out = np.empty((self.nghost, *local.shape[1:]), dtype=local.dtype)
+        out[self.recv_order] = got
+        return out
+
+    def extend(self, comm: "Intracomm", local: np.ndarray) -> np.ndarray:
+        """Own values followed by the ghosts' values: index it with `col`. Collective."""
+        return np.concatenate([local, self.ghost_values(comm, local)])
+
+    def ext_ids(self, g: LevelGraph, comm: "Intracomm") -> np.ndarray:
+        """Global ID of every extended local index."""
+        return np.concatenate([np.arange(g.first(comm), g.first(comm) + g.nlocal, dtype=np.int64), self.ghosts])
+
+
+def block_caps(total: np.ndarray, k: int, imbalance: float) -> np.ndarray:
+    """Largest weight a block may carry in each constraint: `imbalance` times the average,
+    as METIS and DGL define imbalance (max / average), but never below the average rounded
+    up (a 0/1 column of total W cannot do better than ceil(W / k))."""
+    total = np.asarray(total, dtype=np.int64)
+    return np.maximum(np.floor(imbalance * total / k + 1e-9).astype(np.int64), -(-total // k))
+
+
+def block_weights(comm: "Intracomm", g: LevelGraph, parts: np.ndarray, k: int) -> np.ndarray:
+    """(k, ncon) global weight of every block in every constraint. Collective (one Allreduce)."""
+    local = np.zeros((k, g.ncon), dtype=np.int64)
+    np.add.at(local, parts, g.vwgt)
+    return allreduce_sum(comm, local)
