@@ -81,7 +81,7 @@ def test_balance_edges_alone_balances_in_degree(example_dir, tmp_path):
 @pytest.mark.parametrize("args, message", [
     (["--balance-ntypes"], "--balance-ntypes (3 node types, one constraint each) asks for 3 balance constraints "
                            "but --method kaminpar balances one"),
-    (["--balance-edges", "--balance-ntypes"], "with --balance-edges ask for 4 balance constraints"),
+    (["--balance-edges", "--balance-ntypes"], "with --balance-edges ask for 6 balance constraints"),
     (["--balance-feature", "paper/train_mask"], "--balance-feature paper/train_mask: --method kaminpar balances "
                                                 "one weight per node"),
     (["--balance-edges", "--balance-feature", "paper/train_mask"], "--balance-feature paper/train_mask"),

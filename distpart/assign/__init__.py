@@ -3,8 +3,9 @@
 `assignment` is the step's product (`Assignment`, DGL's `<ntype>.txt` and
 `partition_meta.json`, read and written) and the random method; the rest is what the graph
 partitioners need: `adjacency` builds the distributed CSR, `ordering` puts hubs first,
-`balance` turns balance options into vertex weights, `parmetis` binds ParMETIS, `parhip` writes
-the graph KaMinPar reads and `kaminpar` runs it. Dispatch and the checks import only
+`balance` turns balance options into vertex weights, `parmetis` binds ParMETIS, `metis` binds
+serial METIS, `parhip` writes the graph KaMinPar reads and `kaminpar` runs it; `multilevel/`
+is our own distributed multilevel method. Dispatch and the checks import only
 `assignment` from here. `compute_assignment` below is the one place that picks a method.
 """
 from __future__ import annotations
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from .balance import BalanceOptions
 
 # Step 1's methods, as `--method` names them.
-METHODS = ("parmetis", "kaminpar", "random")
+METHODS = ("multilevel", "parmetis", "kaminpar", "random")
 
 
 def compute_assignment(comm: "Intracomm", meta: "GraphMeta", num_parts: int, method: str,
@@ -42,6 +43,9 @@ def compute_assignment(comm: "Intracomm", meta: "GraphMeta", num_parts: int, met
     if method == "kaminpar":
         from .kaminpar import kaminpar_assignment
         return kaminpar_assignment(comm, meta, num_parts, balance, seed, max_bytes, progress, threads, work_dir)
+    if method == "multilevel":
+        from .multilevel import multilevel_assignment
+        return multilevel_assignment(comm, meta, num_parts, balance, seed, max_bytes, progress)
     if method == "parmetis":
         from .assignment import parmetis_assignment
         return parmetis_assignment(comm, meta, num_parts, balance, seed, max_bytes, progress, vertex_order)

@@ -2,7 +2,9 @@
 
 Mirrors DGL's `partition_graph` options. Without options every vertex weighs 1 (balance
 node counts). `ntypes` gives one 0/1 column per node type, so each type is spread evenly.
-`edges` adds each vertex's input in-degree, the number of edges its partition keeps. Each
+`edges` adds each vertex's input in-degree, the number of edges its partition keeps; with
+`ntypes` on a graph of several types it adds one in-degree column per node type instead, as
+DGL's in-memory `partition_graph` does (`balance_ntypes` with `balance_edges`). Each
 `ntype/feat` adds a 0/1 node feature (such as a train mask) as its own column, so e.g.
 training nodes are spread evenly too.
 """
@@ -55,7 +57,7 @@ def usable_constraints(totals: np.ndarray, names: List[str], num_parts: int,
         if total == 0:
             keep[i] = False
             notes.append(f"{name}: no weight at all, not balanced")
-        elif name != "edges" and name != "nodes":
+        elif not name.startswith("edges") and name != "nodes":
             best = -(-int(total) // num_parts) / (total / num_parts)
             if best > imbalance:
                 keep[i] = False
@@ -79,7 +81,12 @@ def vertex_weights(meta: GraphMeta, opts: BalanceOptions, offsets: np.ndarray, l
     else:
         columns.append(np.ones(n, dtype=np.int64))
         names.append("nodes")
-    if opts.edges:
+    if opts.edges and opts.ntypes and len(meta.node_types) > 1:
+        degree = np.asarray(in_degree, dtype=np.int64)
+        for t, ntype in enumerate(meta.node_types):
+            columns.append(np.where(types == t, degree, 0))
+            names.append(f"edges:{ntype}")
+    elif opts.edges:
         columns.append(np.asarray(in_degree, dtype=np.int64))
         names.append("edges")
     for spec in opts.features:

@@ -103,8 +103,9 @@ def weight_kind(meta: GraphMeta, balance: BalanceOptions) -> Optional[str]:
         asked.append("--balance-ntypes")
         count += 1
     if balance.edges:
+        # With several types, edges are balanced per type too (as in `balance.vertex_weights`).
         asked.append("--balance-edges")
-        count += 1
+        count += ntypes if balance.ntypes and ntypes > 1 else 1
     if count > 1:
         raise InputError(None, f"{' with '.join(asked)} ask{'s' if len(asked) == 1 else ''} for {count} balance "
                                f"constraints but --method kaminpar balances one (node counts, or in-degrees "

@@ -6,3 +6,121 @@ with several constraints, KaMinPar with one); `refine` has Jet and the multi-con
 rebalancer run at every level on the way back. This module's `multilevel_assignment` drives
 them. Design: ../shared/design/step1-multilevel.md.
 """
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, List, Optional
+
+import numpy as np
+
+from ...mpi.exchange import DEFAULT_MAX_BYTES, allreduce_sum, lookup
+from ...run.progress import Progress
+from .graph import Halo, LevelGraph, block_caps, block_weights
+
+if TYPE_CHECKING:
+    from mpi4py.MPI import Intracomm
+
+    from ...chunked.metadata import GraphMeta
+    from ..assignment import Assignment
+    from ..balance import BalanceOptions
+
+__all__ = ["multilevel_assignment", "multilevel_partition", "unmet_constraints"]
+
+# Seconds per adjacency entry a rank holds, for the progress ETA of each phase (measured on
+# 2-core nodes with 2 ranks; rough: the ETA only has to be the right order).
+S_PER_ARC = {"coarsening": 1.0e-6, "refinement": 2.0e-6}
+
+
+def multilevel_assignment(comm: "Intracomm", meta: "GraphMeta", num_parts: int, balance: "BalanceOptions",
+                          seed: int = 0, max_bytes: int = DEFAULT_MAX_BYTES,
+                          progress: Optional[Progress] = None) -> "Assignment":
+    """The multilevel method on the symmetrized homogeneous graph (the one ParMETIS gets, in
+    input order: the numbering is global, so it does not depend on R), split back into
+    per-type blocks. Collective. Every balance option becomes a vertex-weight column
+    (`balance.vertex_weights`); a constraint that cannot be met is named with its imbalance."""
+    from ...mpi.collective import agreed
+    from ..adjacency import build_csr, type_offsets
+    from ..assignment import split_by_type
+    from ..balance import check_options, usable_constraints, vertex_weights
+
+    progress = progress or Progress.off()
+    with agreed(comm):
+        check_options(meta, balance)
+    offsets = type_offsets(meta)
+    csr = build_csr(comm, meta, max_bytes, progress, index_dtype=np.int64)
+    lo, hi = int(csr.vtxdist[comm.Get_rank()]), int(csr.vtxdist[comm.Get_rank() + 1])
+    with agreed(comm):
+        vwgt, names = vertex_weights(meta, balance, offsets, lo, hi, csr.in_degree)
+    keep, notes = usable_constraints(allreduce_sum(comm, vwgt.sum(axis=0)), names, num_parts, balance.imbalance)
+    if comm.Get_rank() == 0:
+        for note in notes:
+            print(f"assign: constraint {note}", flush=True)
+    vwgt, names = vwgt[:, keep], [n for n, k in zip(names, keep) if k]
+    if vwgt.shape[1] == 0:  # every column dropped: balance node counts
+        vwgt, names = np.ones((hi - lo, 1), dtype=np.int64), ["nodes"]
+    g = LevelGraph(csr.vtxdist, csr.xadj, csr.adjncy, np.ones(len(csr.adjncy), dtype=np.int64), vwgt)
+    del csr, vwgt
+    g.with_totals(comm)
+    parts = multilevel_partition(comm, g, num_parts, balance.imbalance, seed, max_bytes, progress)
+    weights = block_weights(comm, g, parts, num_parts)
+    for text in unmet_constraints(weights, g.total, names, num_parts, balance.imbalance):
+        if comm.Get_rank() == 0:
+            print(f"assign: WARNING: {text}", flush=True)
+        progress.note(text)
+    del g
+    return split_by_type(comm, meta, num_parts, "multilevel", parts, lo, hi)
+
+
+def multilevel_partition(comm: "Intracomm", g: LevelGraph, k: int, imbalance: float, seed: int = 0,
+                         max_bytes: int = DEFAULT_MAX_BYTES, progress: Optional[Progress] = None,
+                         timings: Optional[dict] = None) -> np.ndarray:
+    """Partition of this rank's vertices of `g` into k blocks: coarsen, partition the
+    coarsest graph, then at every level on the way back rebalance, refine with Jet and
+    project. Collective; the result depends on (g, k, imbalance, seed), not on R."""
+    from .coarsen import coarsen
+    from .initial import initial_partition
+    from .refine.balancer import rebalance
+    from .refine.jet import jet
+
+    progress = progress or Progress.off()
+    timings = {} if timings is None else timings
+    arcs = int(allreduce_sum(comm, np.array([len(g.adjncy)]))[0]) / comm.Get_size()
+    t0 = time.perf_counter()
+    with progress.opaque("coarsening", S_PER_ARC["coarsening"] * arcs):
+        levels, maps = coarsen(comm, g, k, imbalance, seed, progress=progress)
+    t1 = time.perf_counter()
+    coarse_n = levels[-1].n
+    with progress.opaque("initial partition", 2.0):
+        parts = initial_partition(comm, levels[-1], k, imbalance, seed)
+    t2 = time.perf_counter()
+    caps = block_caps(g.total, k, imbalance)
+    with progress.opaque("refinement", S_PER_ARC["refinement"] * arcs):
+        for i in range(len(levels) - 1, -1, -1):
+            level = levels[i]
+            halo = Halo.build(comm, level, max_bytes)
+            parts = rebalance(comm, level, halo, parts, k, caps, seed)
+            parts = jet(comm, level, halo, parts, k, caps, seed, finest=i == 0)
+            del halo
+            if i > 0:
+                # Each finer vertex takes its coarse vertex's block.
+                parts = lookup(comm, maps[i - 1], level.vtxdist, parts, max_bytes)
+                levels[i] = maps[i - 1] = None  # a level is not needed once projected
+    t3 = time.perf_counter()
+    timings.update(levels=len(levels), coarse_n=coarse_n, coarsen_s=t1 - t0, initial_s=t2 - t1, refine_s=t3 - t2)
+    return parts
+
+
+def unmet_constraints(weights: np.ndarray, total: np.ndarray, names: List[str], k: int,
+                      imbalance: float) -> List[str]:
+    """One message per constraint whose heaviest block exceeds its cap: which one and by how
+    much (imbalance = max / average block weight, as METIS and DGL define it)."""
+    caps = block_caps(total, k, imbalance)
+    out = []
+    for j, name in enumerate(names):
+        heaviest = int(weights[:, j].max())
+        if heaviest > caps[j]:
+            ratio = heaviest / (total[j] / k)
+            out.append(f"constraint {name} could not be met: imbalance {ratio:.3f} > --imbalance {imbalance} "
+                       f"(heaviest partition {heaviest}, cap {int(caps[j])}, "
+                       f"{heaviest - int(caps[j])} over)")
+    return out
