@@ -165,11 +165,12 @@ def method_options(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--threads", type=int, metavar="N",
                     help="kaminpar: threads of the one process that runs it (default: the cores of its node)")
     sp.add_argument("--seed", type=int, default=0)
-    sp.add_argument("--balance-ntypes", action="store_true", help="balance every node type (parmetis; kaminpar refuses more than one constraint)")
-    sp.add_argument("--balance-edges", action="store_true", help="balance edges, as in-degree (parmetis; kaminpar: alone only)")
+    sp.add_argument("--balance-ntypes", action="store_true", help="balance every node type (multilevel, parmetis; kaminpar refuses more than one constraint)")
+    sp.add_argument("--balance-edges", action="store_true", help="balance edges, as in-degree, per node type with --balance-ntypes "
+                         "(multilevel, parmetis; kaminpar: alone only)")
     sp.add_argument("--balance-feature", action="append", default=[], metavar="NTYPE/FEAT",
-                    help="parmetis: also balance this 0/1 node feature (e.g. paper/train_mask); repeatable")
-    sp.add_argument("--imbalance", type=float, default=1.05, help="allowed load imbalance per constraint (parmetis ubvec, kaminpar epsilon + 1)")
+                    help="multilevel, parmetis: also balance this 0/1 node feature (e.g. paper/train_mask); repeatable")
+    sp.add_argument("--imbalance", type=float, default=1.05, help="allowed load imbalance per constraint, max/average (parmetis ubvec, kaminpar epsilon + 1)")
     sp.add_argument("--vertex-order", choices=["degree", "input"], default="degree",
                     help="parmetis: number the vertices hubs first (default; much smaller cuts on "
                          "power-law graphs) or keep the input's order")
