@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install everything distpart needs on a Debian/Ubuntu machine, idempotently:
-# Open MPI from apt, then a virtualenv in .venv with distpart and its Python dependencies.
+# Open MPI, ParMETIS and METIS from apt, then a virtualenv in .venv with distpart and its Python dependencies.
 # Safe to run again; it only installs what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,6 +33,10 @@ need_apt=()
 command -v mpiexec >/dev/null 2>&1 || need_apt+=(openmpi-bin libopenmpi-dev)
 if [ -z "${PARMETIS_LIB:-}" ] && ! ldconfig -p | grep -q "libparmetis\.so"; then
   enable_parmetis_component && need_apt+=(libparmetis4.0)
+fi
+# Serial METIS 5 (Debian main / Ubuntu universe) partitions the multilevel method's coarsest graph.
+if [ -z "${METIS_LIB:-}" ] && ! ldconfig -p | grep -q "libmetis\.so\.5"; then
+  need_apt+=(libmetis5)
 fi
 python3 -c "import venv, ensurepip" >/dev/null 2>&1 || need_apt+=(python3-venv)
 if [ ${#need_apt[@]} -gt 0 ]; then
