@@ -85,6 +85,10 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("out_dir", type=Path)
     r.add_argument("--balance-feature", action="append", default=[], metavar="NTYPE/FEAT",
                    help="also report the balance of this 0/1 node feature")
+    r.add_argument("--train-mask", action="append", default=[], metavar="NTYPE/FEAT",
+                   help="a node feature marking training nodes: also report training nodes per "
+                        "partition, their balance, and how many DGL's even split (node_split, "
+                        "force_even=True) hands to another partition's trainer; repeatable")
     r.add_argument("--json", type=Path, help="where to write the report (default OUT_DIR/report.json)")
     r.add_argument("--plot", type=Path, metavar="FILE.png",
                    help="also draw nodes and edges per partition by type, halo ratio and edge cut "

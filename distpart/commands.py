@@ -187,7 +187,7 @@ def run_command(comm: Intracomm, args: argparse.Namespace, log) -> None:
         check_layout(num_parts, comm.Get_size())
 
     if args.command == "report":
-        report(comm, args.out_dir, args.balance_feature, args.json, args.plot)
+        report(comm, args.out_dir, args.balance_feature, args.json, args.plot, args.train_mask)
         return
     graphbolt = graphbolt_options(args)
     if graphbolt is not None:  # before any work: without DGL the run could not finish
