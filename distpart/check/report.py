@@ -49,8 +49,9 @@ def even_split_offsets(total: int, num_parts: int) -> np.ndarray:
     """DGL 2.1's `_even_offset(n, k)`: where each of k slices of n ordered items starts (k + 1
     offsets); the first n mod k slices hold one item more than the others."""
     total, num_parts = int(total), int(num_parts)
-    sizes = np.full(num_parts, total // num_parts, dtype=np.int64)
-    sizes[:total - (total // num_parts) * num_parts] += 1
+    each = total // num_parts if num_parts else 0
+    sizes = np.full(num_parts, each, dtype=np.int64)
+    sizes[:total - each * num_parts] += 1
     return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
 
 
