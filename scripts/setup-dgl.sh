@@ -3,6 +3,8 @@
 # (tests/test_dgl_interop.py, mpi_tests/test_dgl_*.py, mpi_tests/test_graphbolt.py) run their
 # checks under, and that runs distpart itself when it writes GraphBolt output (--graphbolt
 # needs torch and DGL in the ranks' Python) or trains with DGL (docs/05-output.md, "Training with DGL").
+# It also holds GraphStorm 0.5.0.post1 (mpi_tests/test_graphstorm.py and benchmarks/bench_graphstorm.py
+# run its `python -m graphstorm.gpartition.dist_partition_graph` unmodified).
 #
 #   bash scripts/setup-dgl.sh        # prints one line: where the environment is
 #   DISTPART_DGL_PYTHON=<env>/bin/python bash scripts/test.sh
@@ -59,6 +61,25 @@ REQUIREMENTS=(
 RUN_REQUIREMENTS=(mpi4py==4.1.2 pyarrow==17.0.0 h5py==3.16.0)
 RUN_STAMP="$ENV_DIR/.distpart-dgl-run-complete"
 
+# GraphStorm, for the tests and the benchmark that run GraphStorm's partition command
+# (`python -m graphstorm.gpartition.dist_partition_graph`) with distpart's tools folder.
+# 0.5.0.post1 is the newest release that imports with DGL 2.1.0 (0.5.1 pulls a model that needs
+# torch >= 2.3). A plain `pip install graphstorm==0.5.0.post1` would replace torchdata 0.7.1 by
+# 0.9.0 (which has no datapipes, so DGL 2.1's graphbolt would stop importing) and pull ~20
+# packages, so it goes in with --no-deps, with only what `import graphstorm` really imports
+# (found by importing it until nothing was missing): packaging; scikit-learn and its joblib,
+# threadpoolctl, narwhals, cloudpickle; transformers and the packages transformers checks at
+# import (huggingface_hub, tokenizers, safetensors, regex); ogb and six. ogb's `outdated` is
+# left out on purpose: without it ogb does not ask PyPI for its latest version at import.
+# Added like RUN_REQUIREMENTS (only added, never rebuilt), with a stamp of its own.
+GRAPHSTORM_REQUIREMENTS=(
+  graphstorm==0.5.0.post1 packaging==26.4
+  scikit-learn==1.9.1 joblib==1.6.0 threadpoolctl==3.8.0 narwhals==2.29.0 cloudpickle==3.1.3
+  transformers==4.48.0 huggingface_hub==0.36.2 tokenizers==0.21.4 safetensors==0.8.0
+  regex==2026.11.19 ogb==1.3.6 six==1.17.0
+)
+GRAPHSTORM_STAMP="$ENV_DIR/.distpart-dgl-graphstorm-complete"
+
 log() { echo "setup-dgl: $*" >&2; }
 die() { log "error: $*"; exit 1; }
 
@@ -113,6 +134,29 @@ add_run_requirements() {
   printf '%s\n' "$want_run_stamp" >"$RUN_STAMP"
 }
 
+want_graphstorm_stamp="$(printf '%s\n' "${GRAPHSTORM_REQUIREMENTS[@]}")"
+# What stays pinned under GraphStorm: it must not have moved DGL, torch, torchdata or numpy.
+PINNED_CHECK='import importlib.metadata as m, sys
+want = {"dgl": "2.1.0", "torch": "2.2.1", "torchdata": "0.7.1", "numpy": "1.26.4"}
+got = {k: m.version(k) for k in want}
+sys.exit(0 if got == want else "pins moved: %s" % got)'
+# Cheap (no `import graphstorm`, ~5 s): the stamp and the installed version; the full start was
+# checked when the stamp was written.
+graphstorm_ready() {
+  [ -f "$GRAPHSTORM_STAMP" ] && [ "$(cat "$GRAPHSTORM_STAMP")" = "$want_graphstorm_stamp" ] \
+    && "$ENV_DIR/bin/python" -c 'import importlib.metadata as m, sys
+sys.exit(m.version("graphstorm") != "0.5.0.post1")' >/dev/null 2>&1
+}
+add_graphstorm() {
+  "$ENV_DIR/bin/python" -m pip --no-cache-dir --disable-pip-version-check install -q --no-deps \
+    "${GRAPHSTORM_REQUIREMENTS[@]}" || die "pip install of ${GRAPHSTORM_REQUIREMENTS[*]} failed (no network to PyPI?)"
+  "$ENV_DIR/bin/python" -c "$PINNED_CHECK" || die "installing GraphStorm changed the DGL environment's pins"
+  # From / so that no graphstorm/ folder in the current directory shadows the installed one.
+  (cd / && "$ENV_DIR/bin/python" -m graphstorm.gpartition.dist_partition_graph --help) >/dev/null \
+    || die "GraphStorm's dist_partition_graph does not start in $ENV_DIR"
+  printf '%s\n' "$want_graphstorm_stamp" >"$GRAPHSTORM_STAMP"
+}
+
 mkdir -p "$(dirname "$ENV_DIR")"
 # One build at a time per environment folder; a second caller waits, then finds it ready.
 exec 9>"$ENV_DIR.lock"
@@ -125,6 +169,10 @@ if is_ready; then
   if ! run_ready; then
     log "adding distpart's run dependencies to $ENV_DIR: ${RUN_REQUIREMENTS[*]}"
     add_run_requirements
+  fi
+  if ! graphstorm_ready; then
+    log "adding GraphStorm to $ENV_DIR (--no-deps): ${GRAPHSTORM_REQUIREMENTS[*]}"
+    add_graphstorm
   fi
   echo "setup-dgl: DGL 2.1.0 environment ready (cached): $ENV_DIR/bin/python"
   exit 0
@@ -159,6 +207,7 @@ PIP=("$ENV_DIR/bin/python" -m pip --no-cache-dir --disable-pip-version-check)
 "$ENV_DIR/bin/python" -c 'import dgl, dgl.distributed, torch; print("setup-dgl: dgl", dgl.__version__, "torch", torch.__version__)' >&2 \
   || die "the new environment cannot import dgl.distributed"
 add_run_requirements
+add_graphstorm
 printf '%s\n' "$want_stamp" >"$STAMP"
 log "built in $((SECONDS - start)) s ($(du -sh "$ENV_DIR" | cut -f1))"
 echo "setup-dgl: DGL 2.1.0 environment ready: $ENV_DIR/bin/python"
