@@ -95,7 +95,7 @@ def test_graph_meta_lookups_name_the_known_types(tmp_path):
 
 
 def test_metadata_object_missing_a_key_is_named():
-    with pytest.raises(ValueError, match="the metadata has no 'num_nodes_per_chunk'"):
+    with pytest.raises(ValueError, match="the metadata has neither 'num_nodes_per_chunk' nor 'num_nodes_per_type'"):
         IdConverter.from_metadata({"node_type": ["a"]})
     with pytest.raises(ValueError, match=r"num_nodes_per_chunk: a chunk's count must be a whole number, got 0.5"):
         IdConverter.from_metadata({"node_type": ["a"], "num_nodes_per_chunk": [[1, 0.5]]})

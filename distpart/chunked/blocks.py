@@ -84,7 +84,7 @@ def edge_pieces(comm: Intracomm, meta: GraphMeta, etype: EdgeType, max_rows: Opt
     with agreed(comm):
         for path, found, declared in zip(files.paths, totals, etype.chunk_counts):
             if found != declared:
-                raise InputError(path, f"has {found} edges but num_edges_per_chunk for "
+                raise InputError(path, f"has {found} edges but {etype.counts_key} for "
                                        f"'{etype.name}' says {declared}")
 
 

@@ -93,14 +93,13 @@ class IdConverter:
         """From a chunked graph: a parsed `GraphMeta`, the decoded metadata.json object (as
         the guide's converter takes), or the path of metadata.json or of its folder."""
         if isinstance(meta, (str, os.PathLike)):
+            from .counts import count_rows
             from .metadata import load_metadata
-            meta = load_metadata(Path(meta))
+            meta = count_rows(load_metadata(Path(meta)))   # counts the JSON leaves out, from the files
         if isinstance(meta, Mapping):
             edge_types = meta.get("edge_type") or []
-            return cls(_key(meta, "node_type"), [_total(c, "num_nodes_per_chunk") for c in
-                                                 _key(meta, "num_nodes_per_chunk")],
-                       edge_types, [_total(c, "num_edges_per_chunk") for c in
-                                    _key(meta, "num_edges_per_chunk")] if edge_types else [])
+            return cls(_key(meta, "node_type"), _type_counts(meta, "nodes", _key(meta, "node_type")),
+                       edge_types, _type_counts(meta, "edges", edge_types) if edge_types else [])
         return cls(meta.node_types, meta.node_counts, [e.name for e in meta.edge_types], meta.edge_counts)
 
     # ------------------------------------------------------------ names and type IDs
@@ -210,6 +209,25 @@ def _key(meta: Mapping[str, Any], key: str) -> Any:
     if key not in meta:
         raise ValueError(f"the metadata has no {key!r} (DGL's chunked metadata.json keys are needed)")
     return meta[key]
+
+
+def _type_counts(meta: Mapping[str, Any], kind: str, names: Sequence[str]) -> List[Any]:
+    """Each type's count from a decoded metadata object, in any dialect the format's writers
+    use: per chunk (`num_nodes_per_chunk`, DGL's guide), per type (`num_nodes_per_type`, DGL's
+    tools and GSProcessing), or, for edges, the sum of each file list's `row_counts`."""
+    per_chunk, per_type = f"num_{kind}_per_chunk", f"num_{kind}_per_type"
+    if per_chunk in meta:
+        return [_total(c, per_chunk) for c in meta[per_chunk]]
+    if per_type in meta:
+        if not isinstance(meta[per_type], (list, tuple)):
+            raise ValueError(f"{per_type}: must be a list of one count per type, got {meta[per_type]!r}")
+        return list(meta[per_type])
+    if kind == "edges" and isinstance(meta.get("edges"), Mapping) and all(
+            isinstance(meta["edges"].get(n), Mapping) and "row_counts" in meta["edges"][n] for n in names):
+        return [_total(meta["edges"][n]["row_counts"], f"edges.{n}.row_counts") for n in names]
+    raise ValueError(f"the metadata has neither {per_chunk!r} nor {per_type!r}"
+                     + (" nor row_counts for every edge type" if kind == "edges" else "")
+                     + " (give the metadata file's path to count rows from the files)")
 
 
 def _total(chunks: Any, key: str) -> int:

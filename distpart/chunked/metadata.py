@@ -3,13 +3,18 @@
 This module owns the in-memory description of a chunked graph (types, counts, chunk files
 and their formats). It reads only the JSON, never a data file, so every rank can parse it
 redundantly and cheaply; checks that need file contents live in `readers` and `validate`.
+
+Counts come in the dialects the writers of the format use: DGL's guide (`num_nodes_per_chunk`,
+`num_edges_per_chunk`), DGL's tools and GraphStorm's Spark preprocessing, GSProcessing
+(`num_nodes_per_type`, `num_edges_per_type`, a `row_counts` list beside each file list).
+A count the JSON leaves out is left None here and read from the files by `counts`.
 """
 from __future__ import annotations
 
 import json
 import os
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
@@ -94,21 +99,35 @@ class ChunkFiles:
     fmt: FileFormat
     paths: Tuple[Path, ...]
     where: str  # the metadata key it came from, for error messages
+    # Rows per file as the metadata declares them (GSProcessing's "row_counts"), checked
+    # against the files when they are opened; None when the metadata does not say.
+    row_counts: Optional[Tuple[int, ...]] = None
 
 
 @dataclass(frozen=True)
 class EdgeType:
-    """A canonical edge type `src:rel:dst` with its per-chunk counts and edge files."""
+    """A canonical edge type `src:rel:dst` with its per-chunk counts and edge files.
+
+    `chunk_counts` is None while the metadata leaves the per-file counts out (`counts`
+    reads them from the files); `counts_key` names where they came from, for the messages
+    that compare them with what the files hold; `declared_total` is `num_edges_per_type`'s
+    entry, if any.
+    """
 
     name: str
     src: str
     rel: str
     dst: str
-    chunk_counts: Tuple[int, ...]
+    chunk_counts: Optional[Tuple[int, ...]]
     files: ChunkFiles
+    counts_key: str = "num_edges_per_chunk"
+    declared_total: Optional[int] = None
 
     @property
     def count(self) -> int:
+        if self.chunk_counts is None:
+            raise RuntimeError(f"the edge count of {self.name!r} is not known yet: the metadata leaves it "
+                               f"out, and chunked.counts.count_rows reads it from the files")
         return sum(self.chunk_counts)
 
 
@@ -123,17 +142,30 @@ class GraphMeta:
     edge_types: Tuple[EdgeType, ...]
     node_data: Mapping[str, Mapping[str, ChunkFiles]]
     edge_data: Mapping[str, Mapping[str, ChunkFiles]]
+    # Node types counted from their `raw_id_mappings` files (GSProcessing's node ID maps),
+    # when the metadata has neither num_nodes_per_chunk nor num_nodes_per_type.
+    node_count_files: Mapping[str, ChunkFiles] = field(default_factory=dict)
 
     @property
     def root(self) -> Path:
         return self.path.parent
 
+    @property
+    def counted(self) -> bool:
+        """Whether every node and edge count is known (else `counts.count_rows` reads them)."""
+        return (all(c is not None for c in self.node_chunk_counts)
+                and all(e.chunk_counts is not None for e in self.edge_types))
+
     def num_nodes(self, ntype: str) -> int:
-        return sum(self.node_chunk_counts[self.ntype_id(ntype)])
+        counts = self.node_chunk_counts[self.ntype_id(ntype)]
+        if counts is None:
+            raise RuntimeError(f"the node count of {ntype!r} is not known yet: the metadata leaves it out, "
+                               f"and chunked.counts.count_rows reads it from the files")
+        return sum(counts)
 
     @property
     def node_counts(self) -> List[int]:
-        return [sum(c) for c in self.node_chunk_counts]
+        return [self.num_nodes(t) for t in self.node_types]
 
     @property
     def edge_counts(self) -> List[int]:
@@ -165,6 +197,7 @@ class GraphMeta:
     def all_files(self) -> List[Tuple[str, Path]]:
         """Every data file named by the metadata, with the key that names it."""
         out: List[Tuple[str, Path]] = [(e.files.where, p) for e in self.edge_types for p in e.files.paths]
+        out.extend((cf.where, p) for cf in self.node_count_files.values() for p in cf.paths)
         for group in (self.node_data, self.edge_data):
             for feats in group.values():
                 out.extend((cf.where, p) for cf in feats.values() for p in cf.paths)
@@ -189,10 +222,17 @@ def read_json(path: Path, error: "type[DistpartError]" = InputError) -> Any:
 
 
 def load_metadata(path: "str | os.PathLike[str]") -> GraphMeta:
-    """Read and check metadata.json (or a folder holding it). Raises InputError naming the key."""
+    """Read and check a metadata file: a folder's metadata.json, or the file itself under
+    any name (GSProcessing's `updated_row_counts_metadata.json`, DGL's --metadata-filename).
+    Raises InputError naming the key. Counts the JSON leaves out stay None
+    (`counts.count_rows` reads them)."""
     p = Path(path)
     if p.is_dir():
         p = p / "metadata.json"
+        if not p.exists():
+            raise InputError(p, "file does not exist; a metadata file of another name (such as "
+                                "GSProcessing's updated_row_counts_metadata.json) is given by its path "
+                                "instead of its folder")
     return parse_metadata(read_json(p), p)
 
 
@@ -209,17 +249,20 @@ def parse_metadata(raw: Any, path: Path) -> GraphMeta:
         ctx.name(ntype, "node type", "node_type")
     if len(set(node_types)) != len(node_types):
         ctx.fail("node_type", "node type names must be unique")
-    node_chunks = ctx.count_lists(raw, "num_nodes_per_chunk", node_types)
+    node_chunks, node_count_files = ctx.node_counts(raw, node_types)
 
     etype_names = ctx.str_list(raw, "edge_type") if "edge_type" in raw else []
     if len(set(etype_names)) != len(etype_names):
         ctx.fail("edge_type", "edge type names must be unique")
-    edge_chunks = ctx.count_lists(raw, "num_edges_per_chunk", etype_names) if etype_names else []
+    edge_chunks = (ctx.count_lists(raw, "num_edges_per_chunk", etype_names)
+                   if etype_names and "num_edges_per_chunk" in raw else [None] * len(etype_names))
+    edge_totals = (ctx.totals(raw, "num_edges_per_type", etype_names)
+                   if etype_names and "num_edges_per_type" in raw else [None] * len(etype_names))
     edges_raw = ctx.typed(raw, "edges", dict) if etype_names else raw.get("edges", {})
     if not isinstance(edges_raw, dict):
         ctx.fail("edges", f"must be an object, found {type(edges_raw).__name__}")
     edge_types = []
-    for name, counts in zip(etype_names, edge_chunks):
+    for name, counts, total in zip(etype_names, edge_chunks, edge_totals):
         parts = name.split(":")
         if len(parts) != 3 or not all(parts):
             ctx.fail("edge_type", f"'{name}' is not a canonical 'src:rel:dst' edge type")
@@ -230,18 +273,18 @@ def parse_metadata(raw: Any, path: Path) -> GraphMeta:
         if name not in edges_raw:
             ctx.fail("edges", f"no entry for edge type '{name}'")
         files = ctx.chunk_files(edges_raw[name], f"edges.{name}", EDGE_FORMATS)
-        if len(files.paths) != len(counts):
-            ctx.fail(f"edges.{name}.data", f"{len(files.paths)} files but num_edges_per_chunk has "
-                     f"{len(counts)} entries for this type")
-        edge_types.append(EdgeType(name, parts[0], parts[1], parts[2], tuple(counts), files))
+        edge_types.append(ctx.edge_type(name, parts, files, counts, total))
     for name in edges_raw:
         if name not in etype_names:
             ctx.fail("edges", f"'{name}' is not listed in edge_type")
+    known = [sum(e.chunk_counts) for e in edge_types if e.chunk_counts is not None]
+    if sum(known) > INT64_MAX:
+        ctx.fail("edges", f"the edge counts add up to {sum(known)}, more than int64 IDs can number ({INT64_MAX})")
 
     node_data = ctx.feature_groups(raw, "node_data", node_types)
     edge_data = ctx.feature_groups(raw, "edge_data", etype_names)
-    return GraphMeta(path, graph_name, node_types, tuple(tuple(c) for c in node_chunks),
-                     tuple(edge_types), node_data, edge_data)
+    return GraphMeta(path, graph_name, node_types, tuple(node_chunks), tuple(edge_types), node_data,
+                     edge_data, node_count_files)
 
 
 class _Ctx:
@@ -287,6 +330,76 @@ class _Ctx:
             self.fail(key, f"the counts add up to {total}, more than int64 IDs can number ({INT64_MAX})")
         return val
 
+    def totals(self, obj: Mapping[str, Any], key: str, names: List[str]) -> List[int]:
+        """A list of one non-negative integer per type (`num_nodes_per_type`, `num_edges_per_type`)."""
+        val = self.typed(obj, key, list)
+        if len(val) != len(names):
+            self.fail(key, f"has {len(val)} entries but there are {len(names)} types")
+        for name, count in zip(names, val):
+            if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+                self.fail(key, f"entry for '{name}' must be a non-negative integer, found {count!r}")
+        return val
+
+    def node_counts(self, raw: Mapping[str, Any], node_types: Tuple[str, ...]
+                    ) -> Tuple[List[Optional[Tuple[int, ...]]], Dict[str, ChunkFiles]]:
+        """Per-type node counts (per chunk where known) and the files that give the others.
+
+        DGL's guide writes `num_nodes_per_chunk`, DGL's tools and GSProcessing read and write
+        `num_nodes_per_type`; with both, they must agree. With neither, a type's nodes are
+        the rows of its `raw_id_mappings` files (GSProcessing's node ID maps): their
+        `row_counts`, checked against the files, or the files' own row counts.
+        """
+        names = list(node_types)
+        per_chunk = (self.count_lists(raw, "num_nodes_per_chunk", names)
+                     if "num_nodes_per_chunk" in raw else None)
+        per_type = self.totals(raw, "num_nodes_per_type", names) if "num_nodes_per_type" in raw else None
+        if per_chunk is not None:
+            for name, chunks, total in zip(names, per_chunk, per_type or [None] * len(names)):
+                if total is not None and sum(chunks) != total:
+                    self.fail("num_nodes_per_type", f"says {total} nodes of type '{name}' but "
+                                                    f"num_nodes_per_chunk adds up to {sum(chunks)}")
+            return [tuple(c) for c in per_chunk], {}
+        if per_type is not None:
+            if sum(per_type) > INT64_MAX:
+                self.fail("num_nodes_per_type", f"the counts add up to {sum(per_type)}, more than int64 IDs "
+                                                f"can number ({INT64_MAX})")
+            return [(n,) for n in per_type], {}
+        mappings = raw.get("raw_id_mappings")
+        if not isinstance(mappings, dict):
+            self.fail("num_nodes_per_chunk", "missing key: node counts come from num_nodes_per_chunk "
+                      "(DGL's guide), num_nodes_per_type (DGL's tools, GSProcessing) or the Parquet files "
+                      "of raw_id_mappings (GSProcessing), and the metadata has none of them")
+        counts: List[Optional[Tuple[int, ...]]] = []
+        files: Dict[str, ChunkFiles] = {}
+        for name in names:
+            if name not in mappings:
+                self.fail("raw_id_mappings", f"no entry for node type '{name}', and neither num_nodes_per_chunk "
+                                             f"nor num_nodes_per_type gives its node count")
+            files[name] = self.chunk_files(mappings[name], f"raw_id_mappings.{name}", ("parquet",))
+            counts.append(files[name].row_counts)   # checked against the files by `counts`
+        return counts, files
+
+    def edge_type(self, name: str, parts: List[str], files: ChunkFiles, declared: Optional[List[int]],
+                  total: Optional[int]) -> EdgeType:
+        """The EdgeType, its per-file counts from num_edges_per_chunk, else the files' row_counts,
+        else unknown (None: read from the files later); every count given must agree."""
+        counts: Optional[Tuple[int, ...]] = None
+        key = "row_counts"
+        if declared is not None:
+            if len(files.paths) != len(declared):
+                self.fail(f"edges.{name}.data", f"{len(files.paths)} files but num_edges_per_chunk has "
+                          f"{len(declared)} entries for this type")
+            if files.row_counts is not None and list(files.row_counts) != list(declared):
+                self.fail(f"edges.{name}.row_counts", f"{list(files.row_counts)} disagrees with "
+                                                      f"num_edges_per_chunk's {list(declared)}")
+            counts, key = tuple(declared), "num_edges_per_chunk"
+        elif files.row_counts is not None:
+            counts = files.row_counts
+        if total is not None and counts is not None and sum(counts) != total:
+            self.fail("num_edges_per_type", f"says {total} edges of type '{name}' but {key} adds up to "
+                                            f"{sum(counts)}")
+        return EdgeType(name, parts[0], parts[1], parts[2], counts, files, key, total)
+
     def chunk_files(self, spec: Any, key: str, formats: Tuple[str, ...]) -> ChunkFiles:
         if not isinstance(spec, dict):
             self.fail(key, "must be an object with 'format' and 'data'")
@@ -310,7 +423,15 @@ class _Ctx:
         if not isinstance(data, list) or not all(isinstance(d, str) for d in data):
             self.fail(f"{key}.data", "must be a list of file paths")
         paths = tuple(Path(d) if os.path.isabs(d) else self.path.parent / d for d in data)
-        return ChunkFiles(FileFormat(name, delimiter, dataset), paths, f"{self.path}: {key}")
+        row_counts = spec.get("row_counts")
+        if row_counts is not None:
+            if not isinstance(row_counts, list) or not all(
+                    isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in row_counts):
+                self.fail(f"{key}.row_counts", "must be a list of non-negative integers, one per file")
+            if len(row_counts) != len(paths):
+                self.fail(f"{key}.row_counts", f"has {len(row_counts)} entries but data names {len(paths)} files")
+            row_counts = tuple(row_counts)
+        return ChunkFiles(FileFormat(name, delimiter, dataset), paths, f"{self.path}: {key}", row_counts)
 
     def feature_groups(self, raw: Mapping[str, Any], key: str,
                        owners: List[str]) -> Dict[str, Dict[str, ChunkFiles]]:

@@ -1,8 +1,9 @@
 """Stage 0: check metadata.json and every file it names before any work is done.
 
 The quick check (run first by every command) parses the JSON on every rank, then spreads
-the per-file checks over ranks: existence, and for formats with headers (NumPy, Parquet,
-HDF5) row counts, shapes and dtypes against the metadata. Contents that need a full read
+the per-file checks over ranks: existence, the counts the metadata leaves out (`counts`),
+and for formats with headers (NumPy, Parquet, HDF5) row counts, shapes and dtypes against
+the metadata. Contents that need a full read
 (CSV fields, endpoint ranges, CSV row counts) are checked by whatever stage reads them;
 `full=True` reads them here too, which is what `distpart validate` does. All ranks reach
 the same verdict.
@@ -13,9 +14,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, List
 
 from .blocks import read_edge_block
+from .counts import count_rows
 from ..mpi.collective import agreed
 from ..errors import InputError
-from .metadata import GraphMeta, load_metadata
+from .metadata import EdgeType, GraphMeta, load_metadata
 from .readers import FeatureSource, block_bounds, edge_file_sizes
 
 if TYPE_CHECKING:
@@ -36,6 +38,7 @@ def validate(comm: Intracomm, in_dir: "str | Path", *, full: bool = False) -> Gr
         for i, (where, path) in enumerate(meta.all_files()):
             if i % size == rank and not path.is_file():
                 raise InputError(path, f"file does not exist (named in {where})")
+    meta = count_rows(meta, comm)
     with agreed(comm):
         for i, check in enumerate(_header_checks(meta)):
             if i % size == rank:
@@ -63,10 +66,10 @@ def _header_checks(meta: GraphMeta) -> List[Callable[[], None]]:
     return checks
 
 
-def _check_edge_rows(etype) -> None:
+def _check_edge_rows(etype: EdgeType) -> None:
     for path, found, declared in zip(etype.files.paths, edge_file_sizes(etype.files), etype.chunk_counts):
         if found != declared:
-            raise InputError(path, f"has {found} edges but num_edges_per_chunk for '{etype.name}' says {declared}")
+            raise InputError(path, f"has {found} edges but {etype.counts_key} for '{etype.name}' says {declared}")
 
 
 def _read_all_features(comm: Intracomm, meta: GraphMeta, batch_rows: int = 1 << 20) -> None:

@@ -48,6 +48,9 @@ class FeatureSource:
         self.dtype: np.dtype = dtype
         self.tail_shape: Tuple[int, ...] = tuple(tail)
         self.file_rows = [h[0] for h in heads]
+        for path, n, declared in zip(files.paths, self.file_rows, files.row_counts or self.file_rows):
+            if n != declared:
+                raise InputError(path, f"has {n} rows but row_counts says {declared} (in {files.where})")
         self.offsets = np.concatenate([[0], np.cumsum(self.file_rows, dtype=np.int64)])
         self._width = int(np.prod(self.tail_shape, dtype=np.int64))
         self._parquet: Optional[Tuple[int, "ParquetRows"]] = None

@@ -98,6 +98,11 @@ def parquet_feature_layout(pf, path: Path) -> ParquetLayout:
         raise InputError(path, "feature file has no data columns (only pandas index columns)" if len(schema)
                          else "feature file has no columns")
     shape = _shape_metadata(schema, path)
+    if shape is not None and shape[0] != pf.metadata.num_rows:
+        # DGL's reader reshapes each file's values to its own `shape`: the first dimension
+        # is that file's rows (GSProcessing writes "(rows,)" on label and mask files).
+        raise InputError(path, f"'shape' metadata {shape} says {shape[0]} rows but the file has "
+                               f"{pf.metadata.num_rows}")
     if len(fields) == 1 and (pa.types.is_list(fields[0].type) or pa.types.is_large_list(fields[0].type)
                              or pa.types.is_fixed_size_list(fields[0].type)):
         atype = fields[0].type
