@@ -6,10 +6,11 @@ the graphs the docs, tests and benchmarks use on it; `reference` reads a chunked
 naively, as the tests' ground truth; `__main__` is `python -m distpart.synthetic`. Nothing in
 the pipeline imports this folder but `distpart example`.
 """
-from .graphs import example_graph, example_graph_specs, homogeneous_graph, mesh_graph, rmat_graph
+from .graphs import (community_graph, example_graph, example_graph_specs, homogeneous_graph, mesh_graph,
+                     rmat_graph)
 from .reference import read_whole_graph
 from .writer import EdgeTypeSpec, FeatureSpec, NodeTypeSpec, feature_values, write_chunked_graph
 
-__all__ = ["EdgeTypeSpec", "FeatureSpec", "NodeTypeSpec", "example_graph", "example_graph_specs",
+__all__ = ["EdgeTypeSpec", "FeatureSpec", "NodeTypeSpec", "community_graph", "example_graph", "example_graph_specs",
            "feature_values", "homogeneous_graph", "mesh_graph", "read_whole_graph", "rmat_graph",
            "write_chunked_graph"]

@@ -10,7 +10,11 @@ chunk can be regenerated alone. Models for partitioning benchmarks:
   with huge degree, many degree-0 and degree-1 nodes, and no locality in the IDs, like web
   and social graphs;
 * `torus`: every node joined to its next node and to the node one row down on a grid
-  wrapped into a torus, 2 edges per node (a mesh: small separators exist).
+  wrapped into a torus, 2 edges per node (a mesh: small separators exist);
+* `chung_lu`: Chung-Lu power-law degrees with planted communities: both endpoints drawn in
+  proportion to a power-law weight, the destination inside the source's community except
+  for a `mixing` fraction of edges (a power-law graph whose best partitions follow the
+  communities, unlike RMAT's).
 
 RMAT and torus node IDs are relabelled by a keyed permutation of each node type, so IDs
 carry no locality (as in real data, and as a partitioner must expect), and a hub of a node
@@ -112,3 +116,52 @@ def torus(rng: np.random.Generator, canonical: str, n_src: int, n_dst: int, firs
     u = (e // 2) % n
     v = (u + np.where(e % 2 == 0, 1, width)) % n
     return relabel(u, n, src_type, seed), relabel(v, n, src_type, seed)
+
+
+def chung_lu_weights(n: int, communities: int, exponent: float = 2.5) -> "Tuple[np.ndarray, np.ndarray]":
+    """(expected-degree weight, community) of nodes [0, n) before relabelling.
+
+    Weight (i + 1) ** (-1 / (exponent - 1)) gives a degree distribution with tail exponent
+    `exponent`; node i is in community i mod `communities`, so every community gets hubs
+    and leaves alike."""
+    i = np.arange(n, dtype=np.int64)
+    return (i + 1.0) ** (-1.0 / (exponent - 1.0)), i % max(1, communities)
+
+
+def chung_lu_communities(n: int, communities: int, node_type: str, seed: int) -> np.ndarray:
+    """The planted community of every node ID of a `chung_lu` graph (after relabelling)."""
+    out = np.empty(n, dtype=np.int64)
+    out[relabel(np.arange(n, dtype=np.int64), n, node_type, seed)] = chung_lu_weights(n, communities)[1]
+    return out
+
+
+def chung_lu(communities: int, mixing: float = 0.15, exponent: float = 2.5) -> EdgeModel:
+    """Chung-Lu edges with planted communities (one node type): the source in proportion to
+    its weight, the destination in proportion to its weight among the source's community, or
+    among all nodes for a `mixing` fraction of the edges. IDs are relabelled as RMAT's."""
+    if not 0.0 <= mixing <= 1.0:
+        raise ValueError(f"mixing must be between 0 and 1, got {mixing}")
+
+    def model(rng: np.random.Generator, canonical: str, n_src: int, n_dst: int, first: int,
+              count: int, seed: int) -> Tuple[np.ndarray, np.ndarray]:
+        src_type, _, dst_type = canonical.split(":")
+        if src_type != dst_type:
+            raise ValueError(f"chung_lu edges need one node type, got {canonical}")
+        n = n_src
+        weight, community = chung_lu_weights(n, communities, exponent)
+        everyone = np.cumsum(weight)
+        src = np.minimum(np.searchsorted(everyone, rng.random(count) * everyone[-1], side="right"), n - 1)
+        # Nodes grouped by community (stable: ascending IDs inside each): community c is the
+        # contiguous slice [start[c], start[c + 1]) of `grouped`.
+        grouped = np.argsort(community, kind="stable")
+        inside = np.concatenate([[0.0], np.cumsum(weight[grouped])])
+        start = np.searchsorted(community[grouped], np.arange(max(1, communities) + 1))
+        c = community[src]
+        lo, hi = inside[start[c]], inside[start[c + 1]]
+        slot = np.searchsorted(inside, lo + rng.random(count) * (hi - lo), side="right") - 1
+        dst = grouped[np.clip(slot, start[c], start[c + 1] - 1)]
+        mixed = rng.random(count) < mixing
+        dst[mixed] = np.minimum(np.searchsorted(everyone, rng.random(int(mixed.sum())) * everyone[-1],
+                                                side="right"), n - 1)
+        return relabel(src, n, src_type, seed), relabel(dst, n, dst_type, seed)
+    return model

@@ -1,13 +1,14 @@
 """The graphs distpart is tested and benchmarked on, built with `writer.write_chunked_graph`:
 the small heterogeneous graph the docs and tests are written against (`example_graph`), large
-homogeneous graphs (`homogeneous_graph`), power-law `rmat_graph` and `mesh_graph`.
+homogeneous graphs (`homogeneous_graph`), power-law `rmat_graph`, `community_graph` (Chung-Lu
+degrees with planted communities) and `mesh_graph`.
 """
 from __future__ import annotations
 
 import pathlib
 from typing import List, Optional, Tuple
 
-from .graph_models import GRAPH500, rmat, torus
+from .graph_models import GRAPH500, chung_lu, rmat, torus
 from .writer import EdgeTypeSpec, FeatureSpec, NodeTypeSpec, PathLike, write_chunked_graph
 
 
@@ -104,6 +105,23 @@ def rmat_graph(
          EdgeTypeSpec("user:buys:item", buys, fmt=fmt),
          EdgeTypeSpec("item:similar:item", num_edges - follows - buys, fmt=fmt)],
         num_chunks=num_chunks, seed=seed, graph_name="rmat", edge_model=rmat(probabilities),
+    )
+
+
+def community_graph(
+    out_dir: PathLike, num_nodes: int, num_edges: int, *, communities: int = 100, mixing: float = 0.15,
+    num_chunks: int = 8, fmt: str = "numpy", seed: int = 0,
+) -> pathlib.Path:
+    """A one-type power-law graph with planted communities (graph_models.chung_lu: Chung-Lu
+    degrees, all but a `mixing` fraction of edges inside a community); return metadata.json.
+    `graph_models.chung_lu_communities(num_nodes, communities, "_N", seed)` gives each
+    node's community."""
+    return write_chunked_graph(
+        out_dir,
+        [NodeTypeSpec("_N", num_nodes)],
+        [EdgeTypeSpec("_N:_E:_N", num_edges, fmt=fmt)],
+        num_chunks=num_chunks, seed=seed, graph_name="community",
+        edge_model=chung_lu(communities, mixing),
     )
 
 
