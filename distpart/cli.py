@@ -95,6 +95,9 @@ def _parser() -> argparse.ArgumentParser:
                         "(needs matplotlib: pip install 'distpart[plot]')")
     common(r)
 
+    sub.add_parser("tools-path", help="print the folder of distpart's drop-in for DGL's tools "
+                   "(dispatch_data.py, ...): GraphStorm's --dgl-tool-path \"$(distpart tools-path)\"")
+
     h = sub.add_parser("hostfile", help="print an MPI hostfile for the machines of DGL's ip_config.txt")
     h.add_argument("ip_config", type=Path)
     h.add_argument("--slots", type=int, default=1, help="ranks per machine")
@@ -188,6 +191,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.command == "launch":
         from .launch import launch_main
         return launch_main(args)
+    if args.command == "tools-path":
+        from .dgltools import TOOLS_DIR
+        print(TOOLS_DIR)
+        return 0
     if args.command in ("example", "hostfile", "chunk"):
         return _run_serial(args)
 
