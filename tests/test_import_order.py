@@ -4,7 +4,7 @@ imports itself back through others.
 The parts, lowest first (docs/07-layout.md explains each):
 
     errors/paths/arrays <- mpi <- run <- chunked <- assign <- partitions <- dispatch <- check
-    <- synthetic <- launch/api/cli
+    <- synthetic <- launch/api/cli/dgltools
 
 Every import counts: module level, inside functions (lazy) and under TYPE_CHECKING, because
 each is a dependency a reader must follow. The walk is pure `ast`: nothing is imported, so
@@ -29,7 +29,7 @@ ORDER: List[Tuple[str, ...]] = [
     ("dispatch",),
     ("check",),
     ("synthetic",),
-    ("launch", "api", "commands", "cli", "__init__", "__main__"),
+    ("launch", "api", "commands", "cli", "dgltools", "__init__", "__main__"),
 ]
 RANK = {name: rank for rank, names in enumerate(ORDER) for name in names}
 
