@@ -8,6 +8,8 @@ setup(
     long_description=open("README.md", encoding="utf-8").read() if __import__("os").path.exists("README.md") else "",
     long_description_content_type="text/markdown",
     packages=find_packages(include=["distpart", "distpart.*"]),
+    # DGL's ParMETIS program has no .py suffix; the tools folder's scripts are in the packages.
+    package_data={"distpart.dgltools": ["pm_dglpart"]},
     python_requires=">=3.9",
     install_requires=[
         "numpy>=1.22",
