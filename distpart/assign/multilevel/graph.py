@@ -38,7 +38,9 @@ class LevelGraph:
     total: np.ndarray = field(default=None)  # (ncon,) int64 global column sums
 
     def __post_init__(self) -> None:
-        self.vwgt = np.asarray(self.vwgt, dtype=np.int64).reshape(self.nlocal, -1)
+        vwgt = np.asarray(self.vwgt, dtype=np.int64)
+        # One column may come as a vector; (0, ncon) must stay as it is (a rank can own no vertex).
+        self.vwgt = vwgt.reshape(-1, 1) if vwgt.ndim == 1 else vwgt
 
     def with_totals(self, comm: "Intracomm") -> "LevelGraph":
         """Fill `total` (collective)."""
