@@ -39,7 +39,7 @@ from .hosts import (FLAVORS, distinct_hosts, format_hostfile, host_problem, host
 # (forwarded only when set). The MPI4PY_*/PARMETIS_* ones select the MPI ABI and a site
 # ParMETIS (see README); a rank that misses them would load a different library.
 FORWARDED_ENV = ("PATH", "VIRTUAL_ENV", "PYTHONPATH", "LD_LIBRARY_PATH", "MPI4PY_MPIABI", "MPI4PY_LIBMPI",
-                 "PARMETIS_LIB", "PARMETIS_IDXWIDTH", "PARMETIS_REALWIDTH")
+                 "PARMETIS_LIB", "METIS_LIB", "PARMETIS_IDXWIDTH", "PARMETIS_REALWIDTH")
 SSH_TIMEOUT_S = 10          # ssh's ConnectTimeout per host; all hosts are probed in parallel
 PROBE_SLACK_S = 10          # on top of that for authentication and the remote `test`
 MAX_PROBES = 64             # parallel ssh processes at most
