@@ -18,7 +18,7 @@ import pytest
 from conftest import RANKS, distpart
 from reference import tree_bytes
 from distpart import load_orig_ids, load_partition
-from distpart.synthetic.gsprocessing import write_gsprocessing_graph
+from distpart.synthetic.gsprocessing import GSPROCESSING_METADATA, write_gsprocessing_graph
 
 NUM_PARTS = 4
 
@@ -117,7 +117,8 @@ def _feature_rows_short(raw: dict) -> str:
     feat["data"].pop()
     kept = feat["row_counts"][:-1]
     feat["row_counts"] = kept
-    return f"node_data.user.feat: feature has {sum(kept)} rows in its files but node type 'user' has 300"
+    return (f"{GSPROCESSING_METADATA}: node_data.user.feat: feature has {sum(kept)} rows"
+            f" in its files but node type 'user' has 300")
 
 
 def _edge_row_counts_broken(raw: dict) -> str:
@@ -137,7 +138,8 @@ def _feature_row_counts_broken(raw: dict) -> str:
 
 def _num_edges_per_type_broken(raw: dict) -> str:
     raw["num_edges_per_type"][3] += 1
-    return "num_edges_per_type: says 901 edges of type 'item:buys-rev:user' but row_counts adds up to 900"
+    return (f"{GSPROCESSING_METADATA}: num_edges_per_type: says 901 edges of type 'item:buys-rev:user' "
+            f"but row_counts adds up to 900")
 
 
 @pytest.mark.parametrize("command", ["pipeline", "validate"])
