@@ -101,6 +101,33 @@ def test_dispatch_of_a_given_assignment(graph, outputs, tmp_path):
     assert len(files) == 5 * NUM_PARTS + 1 and all(mine[n] == theirs[n] for n in files)
 
 
+def test_counts_read_from_the_files_on_4_ranks(outputs, tmp_path):
+    """The same graph with no row_counts (only num_*_per_type): the ranks count the files
+    between them, and the partitions are the same bytes."""
+    bare = write_gsprocessing_graph(tmp_path / "bare", row_counts=False, metadata_name="meta.json")
+    out = tmp_path / "out"
+    distpart(4, "pipeline", bare["metadata"], out, "--num-parts", NUM_PARTS, "--method", "random", "--seed", 3)
+    mine, theirs = tree_bytes(out), tree_bytes(outputs[1])
+    files = [n for n in theirs if n.endswith(".dgl") or n.endswith(".txt")] + ["metadata.json"]
+    assert all(mine[n] == theirs[n] for n in files)
+
+
+def test_csv_edges_without_counts_are_counted_by_the_ranks(example_dir, tmp_path):
+    """DGL's example layout without num_edges_per_chunk: CSV edge files parsed by the ranks."""
+    meta = json.loads((example_dir / "metadata.json").read_text())
+    meta.pop("num_edges_per_chunk")
+    meta["edges"] = {e: {**spec, "data": [str(example_dir / p) for p in spec["data"]]}
+                     for e, spec in meta["edges"].items()}
+    for group in ("node_data", "edge_data"):
+        for feats in meta[group].values():
+            for spec in feats.values():
+                spec["data"] = [str(example_dir / p) for p in spec["data"]]
+    path = tmp_path / "counted.json"
+    path.write_text(json.dumps(meta))
+    run = distpart(2, "validate", path)
+    assert "validate: OK (3 node types, 4 edge types, 3003 nodes, 10000 edges)" in run.stdout
+
+
 # ---------------------------------------------------------------- bad input: exit 2, the file named
 
 
