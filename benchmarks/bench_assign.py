@@ -1,16 +1,41 @@
-"""Benchmark Step 1: edge cut, balance, time and memory of each assignment method, beside
-serial METIS on the same graph.
+"""Benchmark Step 1: what each assignment method costs distributed training, beside serial
+METIS references, on every graph and constraint set (issue 19).
 
-For each graph (an RMAT power-law graph, a community graph, a torus mesh; all written by
-distpart.synthetic in DGL's chunked format), it runs `distpart assign --method M` under
-mpiexec and partitions the same symmetrized simple graph with serial METIS (pymetis, a
-benchmark-only dependency: `pip install pymetis`). Cuts are counted on the symmetrized
-simple graph for every method. With `--prep` it also measures the memory distpart itself
-needs to build the partitioner's graph (build_csr), in bytes per input edge per rank.
-Prints a table and writes it as JSON.
+Graphs (bench_graphs.py; each has 2 node types and two training masks that follow its
+structure, about 10% and 1% of the first type): RMAT 200k/2M and 2M/20M, a Chung-Lu
+power-law graph with 100 planted communities, the 2-D torus mesh, and the Debian package
+dependency graph built from apt's Packages index (run `apt-get update` first).
 
-    python benchmarks/bench_assign.py --ranks 2 --parts 4 --num-nodes 200000 --num-edges 2000000
-    python benchmarks/bench_assign.py --graphs rmat --num-nodes 2000000 --num-edges 20000000 --prep
+Constraint sets, as `distpart assign` options:
+  C0  node counts only
+  C1  every node type (--balance-ntypes)
+  C2  C1 + the 10% train mask (--balance-feature NTYPE/train_mask)
+  C3  C2 + edges, as in-degree per node type (--balance-edges)
+  C2s, C3s  as C2, C3 with the 1% mask (NTYPE/sparse_train_mask)
+
+Methods: distpart's `--method` names (multilevel, parmetis, kaminpar, random; `NAME:EXTRA
+OPTIONS` passes options to assign), each under `mpiexec -n R` for every R of --ranks; a
+failed run is recorded as "failed (exit N)", a refused one as "n/a (refused)" (kaminpar
+takes one constraint), and the suite goes on. Serial references, through our ctypes binding
+to the system libmetis 5 (distpart.assign.metis), each in its own process:
+  "METIS k-way"                METIS_PartGraphKway, C0
+  "METIS recursive bisection"  METIS_PartGraphRecursive, C0
+  "METIS k-way ncon"           METIS_PartGraphKway with one vertex-weight column per
+                               constraint of the set (distpart's own columns), C1 and up
+all on the symmetrized simple graph, ubvec = --imbalance, seed = --seed.
+
+Quality is computed the same way for every method from its assignment files, with the
+report's functions (distpart.check.report): cut % on the symmetrized simple graph; halo
+(total and largest) as DGL's partitions hold them (each partition keeps every in-edge of its
+nodes; its halo is their distinct sources owned elsewhere); the largest partition's share of
+the input's edges; the imbalance (max/avg) of nodes, each type, both masks and edges; and
+the "moved" seeds: training nodes DGL's even split (node_split, force_even=True) hands to
+another partition's trainer. Time is the assign stage's wall time (METIS: its call);
+peak RSS is per rank at the end of the assign stage (METIS: its whole process, graph
+included; KaMinPar's own process on rank 0 is shown apart).
+
+    python benchmarks/bench_assign.py --graphs small --work-dir /var/tmp/bench   # 200k graphs + debian
+    python benchmarks/bench_assign.py --graphs rmat-2m --ranks 1,2,4 --work-dir /var/tmp/bench
 """
 from __future__ import annotations
 
@@ -22,108 +47,237 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from common import mpi_env, mpiexec, print_table, run_distpart, stage, write_json
-from distpart.synthetic import homogeneous_graph, mesh_graph, read_whole_graph, rmat_graph
+from bench_graphs import build, graph_names, info as graph_info
+from common import mpi_env, mpiexec, print_table, write_json
+from distpart.check.report import imbalance, partition_loads, seed_split, training_costs
 
-GRAPHS = ("rmat", "community", "mesh")
-
-
-def make_graph(kind: str, folder: Path, nodes: int, edges: int) -> Path:
-    """The graph's folder, generated once (kept in --work-dir between runs)."""
-    if (folder / "metadata.json").exists():
-        return folder
-    if kind == "rmat":
-        rmat_graph(folder, nodes, edges, num_chunks=8, seed=1)
-    elif kind == "community":
-        homogeneous_graph(folder, nodes, edges, num_chunks=8, feat_dim=0, community=max(2, nodes // 1000), seed=1)
-    else:
-        mesh_graph(folder, nodes, num_chunks=8, seed=1)
-    return folder
+CONSTRAINT_SETS = ("C0", "C1", "C2", "C3", "C2s", "C3s")
+DEFAULT_CONSTRAINTS = "C0,C1,C2,C3,C2s"
+# Reference key -> the name printed, exactly.
+REFERENCES = {"metis-kway": "METIS k-way", "metis-rb": "METIS recursive bisection",
+              "metis-ncon": "METIS k-way ncon"}
+DEFAULT_METHODS = "multilevel,parmetis,kaminpar,random,metis-kway,metis-rb,metis-ncon"
 
 
-def symmetric_simple(folder: Path) -> "tuple[np.ndarray, int, List[str], np.ndarray, np.ndarray]":
-    """(undirected simple edges u < v, vertex count, node types, homogeneous type offsets,
-    input in-degree per vertex)."""
+@dataclass
+class Graph:
+    """One benchmark graph in memory as the quality functions need it (homogeneous IDs)."""
+
+    name: str
+    folder: Path
+    ntypes: List[str]
+    offsets: np.ndarray                 # type t is homogeneous IDs [offsets[t], offsets[t+1])
+    src: np.ndarray                     # the input's directed edges
+    dst: np.ndarray
+    lo: np.ndarray                      # the symmetrized simple graph's edges, lo < hi
+    hi: np.ndarray
+    masks: Dict[str, np.ndarray]        # "train"/"sparse" -> homogeneous IDs of training nodes
+    specs: Dict[str, str]               # "train"/"sparse" -> NTYPE/FEAT
+    info: dict = field(default_factory=dict)
+
+    @property
+    def n(self) -> int:
+        return int(self.offsets[-1])
+
+
+def load_graph(name: str, folder: Path) -> Graph:
+    from distpart.synthetic import read_whole_graph
     meta = json.loads((folder / "metadata.json").read_text())
     ntypes = meta["node_type"]
-    offsets = np.concatenate([[0], np.cumsum([sum(c) for c in meta["num_nodes_per_chunk"]])])
+    offsets = np.concatenate([[0], np.cumsum([sum(c) for c in meta["num_nodes_per_chunk"]])]).astype(np.int64)
     ref = read_whole_graph(folder / "metadata.json")
-    us, vs = [], []
-    for etype, (src, dst) in ref["edges"].items():
-        s, _, d = etype.split(":")
-        us.append(src + offsets[ntypes.index(s)])
-        vs.append(dst + offsets[ntypes.index(d)])
-    u, v = np.concatenate(us), np.concatenate(vs)
+    src = np.concatenate([s + offsets[ntypes.index(e.split(":")[0])] for e, (s, _) in ref["edges"].items()])
+    dst = np.concatenate([d + offsets[ntypes.index(e.split(":")[2])] for e, (_, d) in ref["edges"].items()])
+    gi = graph_info(folder)
+    specs = {"train": gi["train_mask"], "sparse": gi["sparse_train_mask"]}
+    masks = {}
+    for key, spec in specs.items():
+        ntype, _, feat = spec.partition("/")
+        masks[key] = offsets[ntypes.index(ntype)] + np.flatnonzero(ref["node_feats"][(ntype, feat)])
+    del ref
     n = int(offsets[-1])
-    in_degree = np.bincount(v, minlength=n)
-    lo, hi = np.minimum(u, v), np.maximum(u, v)
+    lo, hi = np.minimum(src, dst), np.maximum(src, dst)
     keep = lo != hi
     key = np.unique(lo[keep] * n + hi[keep])
-    return np.stack([key // n, key % n], 1), n, ntypes, offsets, in_degree
+    del lo, hi, keep
+    return Graph(name, folder, ntypes, offsets, src, dst, key // n, key % n, masks, specs, gi)
 
 
-def metis_partition(edges: np.ndarray, n: int, parts: int) -> "tuple[np.ndarray, float, float]":
-    """Serial METIS (METIS_PartGraphKway, default options): (parts, seconds, peak RSS MB of this process)."""
-    import pymetis
-    both = np.concatenate([edges, edges[:, ::-1]])
-    both = both[np.lexsort((both[:, 1], both[:, 0]))]
-    xadj = np.concatenate([[0], np.cumsum(np.bincount(both[:, 0], minlength=n))])
-    adjacency = pymetis.CSRAdjacency(xadj.astype(np.int32), both[:, 1].astype(np.int32))
-    t0 = time.perf_counter()
-    _, membership = pymetis.part_graph(parts, adjacency=adjacency)
-    seconds = time.perf_counter() - t0
-    return np.asarray(membership, dtype=np.int64), seconds, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+def constraint_options(cset: str, g: Graph) -> List[str]:
+    """`distpart assign` options of a constraint set."""
+    opts: List[str] = []
+    if cset != "C0":
+        opts.append("--balance-ntypes")
+    if cset in ("C2", "C3"):
+        opts += ["--balance-feature", g.specs["train"]]
+    if cset in ("C2s", "C3s"):
+        opts += ["--balance-feature", g.specs["sparse"]]
+    if cset in ("C3", "C3s"):
+        opts.append("--balance-edges")
+    return opts
 
 
-def imbalance(part: np.ndarray, parts: int, weights: Optional[np.ndarray] = None) -> float:
-    loads = np.bincount(part, weights=weights, minlength=parts)
-    return round(float(loads.max() / loads.mean()), 3)
+def balance_columns(cset: str, g: Graph, num_parts: int, ub: float) -> "tuple[Optional[np.ndarray], List[str]]":
+    """The vertex-weight columns distpart builds for the set (assign.balance), minus those
+    it would drop as unbalanceable (usable_constraints): (weights or None for C0, names)."""
+    from distpart.assign.balance import BalanceOptions, usable_constraints, vertex_weights
+    from distpart.chunked.metadata import load_metadata
+    opts = constraint_options(cset, g)
+    features = tuple(opts[i + 1] for i, o in enumerate(opts) if o == "--balance-feature")
+    balance = BalanceOptions(ntypes="--balance-ntypes" in opts, edges="--balance-edges" in opts,
+                             features=features, imbalance=ub)
+    in_degree = np.bincount(g.dst, minlength=g.n)
+    weights, names = vertex_weights(load_metadata(g.folder), balance, g.offsets, 0, g.n, in_degree)
+    keep, _ = usable_constraints(weights.sum(axis=0), names, num_parts, ub)
+    if cset == "C0":
+        return None, names
+    return weights[:, keep], [nm for nm, k in zip(names, keep) if k]
 
 
-def quality(part: np.ndarray, edges: np.ndarray, parts: int, ntypes: List[str], offsets: np.ndarray,
-            in_degree: np.ndarray) -> dict:
-    """Cut and the imbalance of every constraint distpart can balance (nodes, each node
-    type, edges kept = in-degree)."""
-    cut = int((part[edges[:, 0]] != part[edges[:, 1]]).sum())
-    row = {"cut": cut, "cut_pct": round(100 * cut / max(len(edges), 1), 2),
-           "imb_nodes": imbalance(part, parts), "imb_edges": imbalance(part, parts, in_degree.astype(np.float64))}
-    if len(ntypes) > 1:
-        row["imb_per_type"] = "/".join(
-            f"{(lambda c: c.max() / c.mean())(np.bincount(part[offsets[t]:offsets[t + 1]], minlength=parts)):.3f}"
-            for t in range(len(ntypes)))
-    return row
+# ----------------------------------------------------------------------------- quality
+
+
+def quality(g: Graph, part: np.ndarray, num_parts: int, ub: float, checked: Sequence[str]) -> dict:
+    """Every number of a row, from an assignment (homogeneous IDs -> partition)."""
+    small = part.astype(np.int16 if num_parts < 2**15 else np.int64)
+    cut = int(np.count_nonzero(small[g.lo] != small[g.hi]))
+    edges, cut_edges, halo = partition_loads(small, g.src, g.dst, num_parts)
+    costs = training_costs(edges, cut_edges, halo)
+    imb = {"nodes": imbalance(np.bincount(small, minlength=num_parts))}
+    in_degree_load = {}
+    for t, ntype in enumerate(g.ntypes):
+        a, b = g.offsets[t], g.offsets[t + 1]
+        imb[f"ntype:{ntype}"] = imbalance(np.bincount(small[a:b], minlength=num_parts))
+        owned = (g.dst >= a) & (g.dst < b)
+        in_degree_load[ntype] = np.bincount(small[g.dst[owned]], minlength=num_parts)
+        imb[f"edges:{ntype}"] = imbalance(in_degree_load[ntype])
+    imb["edges"] = imbalance(edges)
+    seeds = {}
+    for key, ids in g.masks.items():
+        per_part = np.bincount(small[ids], minlength=num_parts)
+        imb[f"feature:{g.specs[key]}"] = imbalance(per_part)
+        seeds[key] = seed_split(per_part)
+    over = sorted(((imb[name], name) for name in checked if name in imb and imb[name] > ub + 1e-9), reverse=True)
+    return {"cut": cut, "cut_pct": round(100 * cut / max(len(g.lo), 1), 2),
+            "halo_total": costs["halo_nodes"], "halo_max": costs["max_halo_nodes"],
+            "edge_share": round(costs["largest_partition_edge_share"], 4),
+            "max_part_cut": costs["max_partition_cut"],
+            "imbalance": {k: round(v, 4) for k, v in imb.items()},
+            "train": seeds["train"], "sparse_train": seeds["sparse"],
+            "over": {name: round(value, 4) for value, name in over}}
+
+
+def checked_constraints(cset: str, g: Graph, num_parts: int, ub: float) -> List[str]:
+    """The imbalance names a run of the set must keep within ub (those distpart uses)."""
+    _, names = balance_columns(cset, g, num_parts, ub)
+    return names
 
 
 def read_parts(assign_dir: Path, ntypes: List[str]) -> np.ndarray:
-    return np.concatenate([np.loadtxt(assign_dir / f"{t}.txt", dtype=np.int64, ndmin=1) for t in ntypes])
+    return np.concatenate([np.array((assign_dir / f"{t}.txt").read_bytes().split(), dtype=np.int64)
+                           for t in ntypes])
 
 
-def run_method(args, folder: Path, method: str, work: Path) -> dict:
-    """One `distpart assign` run: its stats (assign wall time, peak RSS per rank)."""
+# ----------------------------------------------------------------------------- runs
+
+
+def run_distpart_method(args, g: Graph, method: str, cset: str, ub: float, ranks: int, work: Path) -> dict:
+    """One `distpart assign` under mpiexec: {"part"} and its time and memory, or {"status"}."""
     name, _, extra = method.partition(":")
-    out = work / f"assign-{folder.name}-{method.replace(':', '_').replace(' ', '_')}"
+    out = work / "assign" / "run"
+    stats = work / "assign" / "stats.json"
     shutil.rmtree(out, ignore_errors=True)
-    stats = run_distpart(args.ranks, ["assign", folder, out, "--num-parts", args.parts, "--method", name,
-                                      "--seed", args.seed, *extra.split()], work / "stats.json")
-    row = stage(stats, "assign")
-    # KaMinPar runs in a child of rank 0: its memory is that child's, reported beside.
-    return {"out": out, "assign_s": round(row["wall_s"], 2),
+    stats.unlink(missing_ok=True)
+    argv = ["assign", g.folder, out, "--num-parts", args.parts, "--method", name, "--seed", args.seed,
+            "--imbalance", ub, *constraint_options(cset, g), *extra.split(), "--quiet", "--stats-json", stats]
+    try:
+        proc = subprocess.run(mpiexec(ranks, argv), env=mpi_env(), capture_output=True, text=True,
+                              timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        return {"status": f"failed (timeout {args.timeout} s)"}
+    if proc.returncode != 0:
+        error = next((ln for ln in proc.stderr.splitlines() if "error:" in ln), proc.stderr.strip()[-200:])
+        if proc.returncode == 2 and name == "kaminpar" and cset != "C0":
+            return {"status": "n/a (refused)", "error": error}
+        return {"status": f"failed (exit {proc.returncode})", "error": error}
+    row = next(r for r in json.loads(stats.read_text())["stages"] if r["stage"] == "assign")
+    part = read_parts(out, g.ntypes)
+    shutil.rmtree(out, ignore_errors=True)
+    # KaMinPar runs in a child of rank 0; other methods' children are helpers such as
+    # ctypes.util.find_library's ldconfig, not part of the method.
+    child = max(row.get("child_peak_rss_mb") or [0]) if name == "kaminpar" else 0
+    return {"part": part, "time_s": round(row["wall_s"], 2),
             "peak_rss_mb": "/".join(f"{x:.0f}" for x in row["peak_rss_mb"]),
-            "child_rss_mb": f"{max(row['child_peak_rss_mb']):.0f}"}
+            **({"child_rss_mb": round(child)} if child else {})}
+
+
+def metis_csr(g: Graph, work: Path) -> Path:
+    """The symmetrized simple graph as METIS's CSR, saved once per graph for the workers."""
+    folder = work / "metis" / g.name
+    if not (folder / "adjncy.npy").exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        rows = np.concatenate([g.lo, g.hi])
+        cols = np.concatenate([g.hi, g.lo])
+        order = np.argsort(rows, kind="stable")
+        np.save(folder / "xadj.npy", np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=g.n))]))
+        np.save(folder / "adjncy.npy", cols[order])
+    return folder
+
+
+def run_reference(args, g: Graph, key: str, cset: str, ub: float, work: Path) -> dict:
+    """A serial METIS reference in its own process (its peak RSS is its own)."""
+    folder = metis_csr(g, work)
+    vwgt, _ = balance_columns(cset, g, args.parts, ub)
+    weights = work / "metis" / "vwgt.npy"
+    weights.unlink(missing_ok=True)
+    if vwgt is not None:
+        np.save(weights, vwgt)
+    method = "recursive" if key == "metis-rb" else "kway"
+    cmd = [sys.executable, str(Path(__file__)), "--metis-worker", str(folder), "--metis-method", method,
+           "--parts", str(args.parts), "--seed", str(args.seed), "--imbalance", str(ub)]
+    if vwgt is not None:
+        cmd += ["--metis-vwgt", str(weights)]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        return {"status": f"failed (timeout {args.timeout} s)"}
+    if proc.returncode != 0:
+        return {"status": f"failed (exit {proc.returncode})", "error": proc.stderr.strip()[-300:]}
+    res = json.loads(proc.stdout.strip().splitlines()[-1])
+    part = np.load(folder / "parts.npy")
+    return {"part": part, "time_s": res["seconds"], "peak_rss_mb": f"{res['peak_rss_mb']:.0f}", "ncon": res["ncon"]}
+
+
+def metis_worker(args) -> int:
+    """Under --metis-worker: load the CSR (and weights), call METIS, save the parts."""
+    from distpart.assign.metis import part_graph
+    folder = Path(args.metis_worker)
+    xadj, adjncy = np.load(folder / "xadj.npy"), np.load(folder / "adjncy.npy")
+    vwgt = np.load(args.metis_vwgt) if args.metis_vwgt else None
+    t0 = time.perf_counter()
+    _, parts = part_graph(xadj, adjncy, args.parts, vwgt=vwgt, ubvec=args.metis_ub, seed=args.seed,
+                          method=args.metis_method)
+    seconds = time.perf_counter() - t0
+    np.save(folder / "parts.npy", parts)
+    print(json.dumps({"seconds": round(seconds, 2), "ncon": 1 if vwgt is None else int(vwgt.shape[1]),
+                      "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+    return 0
 
 
 def prep_worker(folder: str) -> None:
-    """Under mpiexec: distpart's own memory for the partitioner's graph, per rank."""
+    """Under mpiexec (--prep-worker): distpart's own memory for the partitioner's graph
+    (what parmetis_assignment prepares with the default --vertex-order degree), per rank."""
     from mpi4py import MPI
     from distpart.assign.adjacency import build_csr
-    from distpart.run.guards import return_freed_memory_to_the_os
-    from distpart.chunked.metadata import load_metadata
     from distpart.assign.ordering import degrees, hubs_first
+    from distpart.chunked.metadata import load_metadata
+    from distpart.run.guards import return_freed_memory_to_the_os
 
     return_freed_memory_to_the_os()  # as the distpart command does
     comm = MPI.COMM_WORLD
@@ -132,7 +286,6 @@ def prep_worker(folder: str) -> None:
     t0 = time.perf_counter()
     # 32-bit indices where they fit, as a 32-bit ParMETIS (Debian's) or KaMinPar gets them.
     index = np.int32 if sum(meta.node_counts) < 2**31 and 2 * sum(meta.edge_counts) < 2**31 else np.int64
-    # What parmetis_assignment prepares with the default --vertex-order degree.
     degree, in_degree = degrees(comm, meta)
     numbering = hubs_first(comm, degree)
     del degree
@@ -148,67 +301,149 @@ def prep_worker(folder: str) -> None:
         print(json.dumps(rows))
 
 
-def measure_prep(args, folder: Path) -> dict:
-    proc = subprocess.run(mpiexec(args.ranks, ["--prep-worker", folder], script=Path(__file__)),
+def measure_prep(ranks: int, folder: Path) -> dict:
+    proc = subprocess.run(mpiexec(ranks, ["--prep-worker", folder], script=Path(__file__)),
                           check=True, env=mpi_env(), capture_output=True, text=True)
     rows = json.loads(proc.stdout.strip().splitlines()[-1])
     return {k: "/".join(str(r[k]) for r in rows) for k in rows[0]}
 
 
+def applies(key: str, cset: str) -> bool:
+    """METIS k-way and RB are the one-constraint references, k-way ncon the others."""
+    return (cset == "C0") == (key in ("metis-kway", "metis-rb"))
+
+
+# ----------------------------------------------------------------------------- the table
+
+
+def _over(over: Dict[str, float]) -> str:
+    """The worst constraint above ub, and how many more there are ("-" for none)."""
+    if not over:
+        return "-"
+    name, value = next(iter(over.items()))
+    return f"{name} {value:.3f}" + (f" +{len(over) - 1}" if len(over) > 1 else "")
+
+
+def display(row: dict, g: Graph) -> dict:
+    """The printed columns of a row."""
+    out = {"graph": row["graph"], "R": row["ranks"], "ub": row["imbalance_allowed"], "cons": row["constraints"],
+           "method": row["method"]}
+    if "status" in row:
+        return {**out, "cut %": row["status"]}
+    imb = row["imbalance"]
+    out.update({"cut %": row["cut_pct"], "halo tot": row["halo_total"], "halo max": row["halo_max"],
+                "edge share": row["edge_share"], "imb nodes": f"{imb['nodes']:.3f}",
+                "imb types": "/".join(f"{imb[f'ntype:{t}']:.3f}" for t in g.ntypes),
+                "imb train": f"{imb[f'feature:' + g.specs['train']]:.3f}",
+                "imb sparse": f"{imb[f'feature:' + g.specs['sparse']]:.3f}",
+                "imb edges": f"{imb['edges']:.3f}",
+                "moved": row["train"]["moved"], "moved sparse": row["sparse_train"]["moved"],
+                "over ub": _over(row["over"]), "time s": row["time_s"], "peak MB/rank": row["peak_rss_mb"]})
+    if "child_rss_mb" in row:
+        out["peak MB/rank"] += f" (+{row['child_rss_mb']})"
+    return out
+
+
+LEGEND = """\
+{parts} parts. cut %: cut edges of the symmetrized simple graph. halo: distinct remote in-neighbours
+per partition (the feature rows it fetches), total and largest. edge share: the largest partition's
+share of the input's edges (in-edges it keeps). imb: max/avg per partition of nodes, each node type
+(in node-type order), the 10% and 1% train masks, edges (in-degree). moved: training nodes DGL's even
+split (node_split, force_even=True) hands to another partition's trainer (10% mask; 1% mask).
+over ub: the worst constraint of the run's set above the allowed imbalance ub (+ how many more). time: assign stage wall time
+(references: the METIS call). peak MB/rank: peak RSS per rank of the assign stage, (+ KaMinPar's own
+process on rank 0); references: their whole serial process, graph included.
+References (serial, libmetis 5 through distpart.assign.metis, symmetrized simple graph, ubvec = ub):
+  "METIS k-way" = METIS_PartGraphKway; "METIS recursive bisection" = METIS_PartGraphRecursive;
+  "METIS k-way ncon" = METIS_PartGraphKway with one vertex-weight column per constraint of the set."""
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--metis-worker", help=argparse.SUPPRESS)
+    ap.add_argument("--metis-method", help=argparse.SUPPRESS)
+    ap.add_argument("--metis-vwgt", help=argparse.SUPPRESS)
     ap.add_argument("--prep-worker", help=argparse.SUPPRESS)
-    ap.add_argument("--ranks", type=int, default=2)
+    ap.add_argument("--graphs", default="all",
+                    help="comma-separated graph names (rmat-200k, community-200k, mesh-200k, debian, rmat-2m, "
+                         "or any rmat-N/community-N/mesh-N), or small (the 200k ones and debian), large, all")
+    ap.add_argument("--constraints", default=DEFAULT_CONSTRAINTS, help=f"comma-separated, of {', '.join(CONSTRAINT_SETS)}")
+    ap.add_argument("--methods", default=DEFAULT_METHODS,
+                    help="comma-separated distpart methods ('NAME:EXTRA OPTIONS' passes options to assign) "
+                         "and references metis-kway, metis-rb, metis-ncon")
+    ap.add_argument("--ranks", default="2", help="ranks per distpart run; a list such as 1,2,4 gives a row for each")
+    ap.add_argument("--imbalance", default="1.03,1.05", help="allowed max/avg per constraint; a list gives rows for each")
     ap.add_argument("--parts", type=int, default=4)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--graphs", default=",".join(GRAPHS), help=f"comma-separated, of {', '.join(GRAPHS)}")
-    ap.add_argument("--methods", default="parmetis,kaminpar,random",
-                    help="comma-separated methods; 'NAME:EXTRA OPTIONS' passes options to assign")
-    ap.add_argument("--num-nodes", type=int, default=200_000)
-    ap.add_argument("--num-edges", type=int, default=2_000_000, help="rmat and community (mesh: 2 per node)")
-    ap.add_argument("--no-metis", action="store_true", help="skip serial METIS (no pymetis)")
-    ap.add_argument("--prep", action="store_true", help="also measure build_csr's memory per input edge")
+    ap.add_argument("--timeout", type=float, default=7200, help="seconds per run before it is recorded as failed")
+    ap.add_argument("--prep", action="store_true",
+                    help="also measure distpart's own memory for the partitioner's graph (build_csr), "
+                         "per input edge and rank, on each graph")
     ap.add_argument("--work-dir", type=Path, help="keeps generated graphs between runs (default: temporary)")
     ap.add_argument("--json", type=Path, default=Path(__file__).parent / "results" / "assign.json")
     args = ap.parse_args(argv)
+    if args.metis_worker:
+        args.metis_ub = float(args.imbalance)
+        return metis_worker(args)
     if args.prep_worker:
         prep_worker(args.prep_worker)
         return 0
 
+    graphs = graph_names(args.graphs)
+    csets = [c.strip() for c in args.constraints.split(",")]
+    unknown = [c for c in csets if c not in CONSTRAINT_SETS]
+    if unknown:
+        ap.error(f"unknown constraint sets {unknown}; choose from {', '.join(CONSTRAINT_SETS)}")
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    ranks = [int(r) for r in args.ranks.split(",")]
+    ubs = [float(u) for u in args.imbalance.split(",")]
     work = args.work_dir or Path(tempfile.mkdtemp(prefix="distpart-assign-"))
-    work.mkdir(parents=True, exist_ok=True)
-    rows: List[Dict[str, object]] = []
+    (work / "assign").mkdir(parents=True, exist_ok=True)
+    (work / "metis").mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    rows: List[dict] = []
+    shown: List[dict] = []
+    infos: Dict[str, dict] = {}
     try:
-        for kind in args.graphs.split(","):
-            folder = make_graph(kind, work / f"{kind}-{args.num_nodes}-{args.num_edges}", args.num_nodes, args.num_edges)
-            edges, n, ntypes, offsets, in_degree = symmetric_simple(folder)
-            print(f"{kind}: {n} nodes, {len(edges)} undirected simple edges, {len(ntypes)} node types", flush=True)
-            base = {"graph": kind, "nodes": n, "simple_edges": len(edges)}
-            if not args.no_metis:
-                part, seconds, rss = metis_partition(edges, n, args.parts)
-                rows.append({**base, "method": "METIS (serial)", **quality(part, edges, args.parts, ntypes, offsets, in_degree),
-                             "assign_s": round(seconds, 2), "peak_rss_mb": f"{rss:.0f}"})
-            for method in args.methods.split(","):
-                try:
-                    run = run_method(args, folder, method, work)
-                except subprocess.CalledProcessError as e:
-                    rows.append({**base, "method": method, "cut": f"failed (exit {e.returncode})"})
-                    continue
-                part = read_parts(run.pop("out"), ntypes)
-                row = {**base, "method": method, **quality(part, edges, args.parts, ntypes, offsets, in_degree), **run}
-                if args.prep and method.split(":")[0] in ("parmetis", "kaminpar") and method == args.methods.split(",")[0]:
-                    row.update(measure_prep(args, folder))
-                rows.append(row)
-            print_table(rows)
+        for name in graphs:
+            g = load_graph(name, build(name, work))
+            infos[name] = {**g.info, "simple_edges": len(g.lo)}
+            print(f"{name}: {g.n} nodes, {len(g.src)} edges, {len(g.lo)} undirected simple edges; "
+                  f"types {g.ntypes}; masks {g.specs['train']} ({len(g.masks['train'])}), "
+                  f"{g.specs['sparse']} ({len(g.masks['sparse'])})", flush=True)
+            for ub in ubs:
+                for cset in csets:
+                    checked = checked_constraints(cset, g, args.parts, ub)
+                    for method in methods:
+                        for r in ([1] if method in REFERENCES else ranks):
+                            if method in REFERENCES and not applies(method, cset):
+                                continue
+                            label = REFERENCES.get(method, method)
+                            run = (run_reference(args, g, method, cset, ub, work) if method in REFERENCES
+                                   else run_distpart_method(args, g, method, cset, ub, r, work))
+                            row = {"graph": name, "ranks": r, "imbalance_allowed": ub, "constraints": cset,
+                                   "method": label, "checked": checked}
+                            part = run.pop("part", None)
+                            row.update(run)
+                            if part is not None:
+                                row.update(quality(g, part, args.parts, ub, checked))
+                            rows.append(row)
+                            shown.append(display(row, g))
+                            print(f"  {name} ub {ub} {cset} {label} R={r}: {shown[-1]['cut %']}"
+                                  + (f" cut, {row['time_s']} s" if "time_s" in row else ""), flush=True)
+                if args.prep:
+                    infos[name]["prep"] = measure_prep(ranks[0], g.folder)
+            del g
     finally:
         if args.work_dir is None:
             shutil.rmtree(work, ignore_errors=True)
+    wall = time.perf_counter() - started
     print()
-    print(f"{args.ranks} ranks, {args.parts} parts; cut = edges of the symmetrized simple graph whose ends "
-          f"are in different partitions; peak RSS per rank of the assign stage; child_rss_mb: its largest "
-          f"child process (KaMinPar runs in one, on rank 0); METIS: the whole benchmark process")
-    print_table(rows)
-    write_json(args.json, {"ranks": args.ranks, "parts": args.parts, "rows": rows})
+    print(LEGEND.format(parts=args.parts))
+    print_table(shown)
+    print(f"benchmark wall time {wall:.0f} s")
+    write_json(args.json, {"parts": args.parts, "ranks": ranks, "imbalances": ubs, "seed": args.seed,
+                           "graphs": infos, "wall_s": round(wall, 1), "rows": rows})
     return 0
 
 

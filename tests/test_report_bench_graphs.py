@@ -1,0 +1,101 @@
+"""The Step 1 benchmark's graph helpers (benchmarks/bench_graphs.py, pure parts): the Debian
+dependency graph from a Packages index, breadth-first masks, and the split of a one-type
+graph into two node types; and the benchmark's quality row on a small assignment."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+import bench_graphs as bg  # noqa: E402
+
+PACKAGES = """\
+Package: a
+Section: python
+Depends: libc6 (>= 2.34), python3:any | python3-minimal, mail-transport-agent
+Recommends: b [amd64] <!nocheck>
+Description: first
+ continued line: Depends: not-a-dependency
+
+Package: b
+Section: non-free/ocaml
+Pre-Depends: libc6
+Provides: mail-transport-agent, unused-name (= 1.0)
+
+Package: libc6
+Section: libs
+"""
+
+
+def test_dependency_names():
+    assert bg.dependency_names("libc6 (>= 2.34), python3:any (>= 3.11~) | foo [amd64] <!nocheck>, baz:native") \
+        == ["libc6", "python3", "foo", "baz"]
+    assert bg.dependency_names("") == []
+
+
+def test_debian_graph_from_a_packages_index():
+    stanzas = bg.parse_packages(PACKAGES)
+    assert [s["Package"] for s in stanzas] == ["a", "b", "libc6"]
+    assert "Depends" not in stanzas[1] and stanzas[1]["Pre-Depends"] == "libc6"
+    num_nodes, edges, masks = bg.debian_graph(stanzas)
+    # Packages a, b, libc6; virtual: names depended on that no package is called.
+    assert num_nodes == {"package": 3, "virtual": 3}     # mail-transport-agent, python3, python3-minimal
+    pairs = {e: sorted(zip(s.tolist(), d.tolist())) for e, (s, d) in edges.items()}
+    assert pairs["package:depends:package"] == [(0, 2), (1, 2)]
+    assert pairs["package:depends_v:virtual"] == [(0, 0), (0, 1), (0, 2)]
+    assert pairs["package:recommends:package"] == [(0, 1)]
+    assert pairs["package:provides_v:virtual"] == [(1, 0)]   # unused-name is no node
+    assert masks[0].tolist() == [True, False, False] and masks[1].tolist() == [False, True, False]
+
+
+def test_bfs_order_levels_then_degree():
+    # A path 0-1-2-3 with a hub 4 joined to 2, 5, 6, 7: from 1, level 1 is {0, 2}, level 2 {3, 4}
+    # with the hub first, then its leaves.
+    src = np.array([0, 1, 2, 2, 4, 4, 4])
+    dst = np.array([1, 2, 3, 4, 5, 6, 7])
+    indptr, nb = bg.undirected_csr(src, dst, 8)
+    everyone = np.ones(8, dtype=bool)
+    assert bg.bfs_order(indptr, nb, 1, everyone, 8).tolist() == [1, 2, 0, 4, 3, 5, 6, 7]
+    odd = np.arange(8) % 2 == 1
+    assert bg.bfs_order(indptr, nb, 1, odd, 3).tolist() == [1, 3, 5]
+    # Unreached nodes come last (here: node 9 is isolated).
+    indptr, nb = bg.undirected_csr(src, dst, 10)
+    assert bg.bfs_order(indptr, nb, 0, np.ones(10, dtype=bool), 10).tolist()[-2:] == [8, 9]
+
+
+def test_split_types_keeps_every_edge():
+    src, dst = np.array([0, 1, 2, 3, 3]), np.array([1, 2, 3, 0, 3])
+    is_b = np.array([False, True, False, True])
+    num_nodes, edges, local = bg.split_types(src, dst, is_b)
+    assert num_nodes == {"a": 2, "b": 2} and local.tolist() == [0, 0, 1, 1]
+    assert {e: (s.tolist(), d.tolist()) for e, (s, d) in edges.items()} == {
+        "a:aa:a": ([], []), "a:ab:b": ([0, 1], [0, 1]), "b:ba:a": ([0, 1], [1, 0]), "b:bb:b": ([1], [1])}
+
+
+def test_graph_names():
+    assert bg.graph_names("small") == list(bg.SMALL)
+    assert bg.graph_names("mesh-20k,debian,mesh-20k") == ["mesh-20k", "debian"]
+    with pytest.raises(ValueError, match="unknown graph"):
+        bg.graph_names("torus-5")
+
+
+def test_benchmark_quality_row():
+    import bench_assign as ba
+    # Types a = {0, 1, 2}, b = {3, 4, 5}; edges 0->1, 1->2, 2->3, 3->4, 4->5, 5->0, 0->1 again.
+    src, dst = np.array([0, 1, 2, 3, 4, 5, 0]), np.array([1, 2, 3, 4, 5, 0, 1])
+    lo, hi = np.minimum(src, dst), np.maximum(src, dst)
+    key = np.unique(lo * 6 + hi)
+    g = ba.Graph("t", Path("."), ["a", "b"], np.array([0, 3, 6]), src, dst, key // 6, key % 6,
+                 {"train": np.array([0, 1, 2]), "sparse": np.array([0])}, {"train": "a/m", "sparse": "a/s"})
+    part = np.array([0, 0, 0, 1, 1, 1])          # the types split exactly along the parts
+    row = ba.quality(g, part, 2, 1.05, ["ntype:a", "ntype:b", "feature:a/m"])
+    assert row["cut"] == 2 and row["cut_pct"] == round(100 * 2 / 6, 2)
+    assert row["halo_total"] == 2 and row["halo_max"] == 1 and row["max_part_cut"] == 1
+    assert row["edge_share"] == round(4 / 7, 4)
+    assert row["train"]["moved"] == 1 and row["sparse_train"]["moved"] == 0   # 3 seeds: slices 2 and 1
+    assert row["over"] == {"ntype:a": 2.0, "ntype:b": 2.0, "feature:a/m": 2.0}
+    assert ba._over(row["over"]) in ("ntype:a 2.000 +2", "ntype:b 2.000 +2", "feature:a/m 2.000 +2")
+    assert ba.quality(g, np.array([0, 1, 0, 1, 0, 1]), 2, 1.05, ["nodes"])["over"] == {}
