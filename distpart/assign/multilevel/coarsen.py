@@ -1,0 +1,421 @@
+"""Coarsening for `--method multilevel`: size-constrained label propagation, then contraction.
+
+`cluster` gives every vertex a cluster, named by a vertex ID (at first each vertex its own).
+It runs rounds of synchronous label propagation over pseudo-random batches of vertices; a
+vertex joins the neighbouring cluster it is most strongly connected to among those that
+stay within the cap in every constraint, and the rank owning the cluster's name admits the
+moves into it by gain, as a prefix that keeps it under the cap. Vertices still alone at the
+end are grouped with other lonely vertices that wanted the same cluster (isolated vertices:
+with their neighbours in global ID order), again under the cap. `contract` turns the
+clusters into the next, coarser `LevelGraph`; `coarsen` repeats both until the graph is small.
+
+Every decision is a function of global vertex IDs, the seed and integer weights, never of
+the rank count or of the order rows arrive in: the hierarchy is the same on any number of
+ranks (mpi_tests/test_ml_coarsen.py checks it on 1, 2 and 4). Numpy only: connection
+weights are one sort of packed (row, label, weight) keys per batch instead of a sparse
+product (scipy is not a dependency).
+
+Design: ../shared/design/step1-multilevel.md, section "Coarsening".
+"""
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, List, Optional, Tuple
+
+import numpy as np
+
+from ...arrays import GOLDEN64, exclusive_cumsum, sorted_unique, splitmix64
+from ...chunked.readers import block_bounds
+from ...mpi.exchange import allreduce_max, allreduce_sum, concat_ranges, exchange, exscan_sum, lookup
+from .graph import Halo, LevelGraph
+
+if TYPE_CHECKING:
+    from mpi4py.MPI import Intracomm
+
+    from ...run.progress import Progress
+
+# A cluster may weigh CLUSTER_EPS / k of the total in each constraint (KaMinPar's rule,
+# max cluster weight = eps * total / k), but never less than the heaviest vertex.
+# Measured on RMAT and community graphs (see the report in the commit that set it): 0.03
+# to 0.1 all reach the target; a smaller cap needs more levels.
+CLUSTER_EPS = 0.03
+TARGET_PER_BLOCK = 2000     # stop at about 2000 * k coarse vertices (design note)
+MIN_SHRINK_PERCENT = 5      # ... or when a level removes fewer than 5% of the vertices
+MAX_LEVELS = 64
+ISOLATED_SPAN = 1 << 16     # isolated vertices are grouped within aligned spans of global IDs
+
+
+# ---------------------------------------------------------------- pure helpers
+
+def cluster_cap(total: np.ndarray, k: int, max_vertex: np.ndarray, eps: float = CLUSTER_EPS) -> np.ndarray:
+    """Largest weight of one cluster in each constraint: eps / k of the total, at least the
+    heaviest vertex (every vertex must fit in a cluster of its own)."""
+    total = np.asarray(total, dtype=np.int64)
+    cap = np.floor(eps * total / max(int(k), 1) + 1e-9).astype(np.int64)
+    return np.maximum(cap, np.asarray(max_vertex, dtype=np.int64))
+
+
+def round_key(seed: int, level: int, rnd: int) -> np.uint64:
+    """The hash key of one LP round of one level (Python ints of any sign wrap into uint64)."""
+    x = np.array([seed % 2**64], dtype=np.uint64)
+    for part in (level, rnd):
+        x = splitmix64((x + GOLDEN64) ^ np.uint64(part % 2**64))
+    return x[0]
+
+
+def batch_of(gids: np.ndarray, key: np.uint64, batches: int) -> np.ndarray:
+    """Batch of each global vertex ID: a hash of (key, ID), so it never depends on the rank."""
+    h = splitmix64(np.asarray(gids, dtype=np.int64).astype(np.uint64) ^ key)
+    return (h % np.uint64(batches)).astype(np.int64)
+
+
+def _bits(x: int) -> int:
+    return max(int(x), 1).bit_length()
+
+
+def sum_pairs(a: np.ndarray, b: np.ndarray, w: np.ndarray, a_max: int, b_max: int
+              ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct (a, b) pairs in ascending order with the summed weight of each; a, b are
+    non-negative ints at most a_max, b_max.
+
+    When a, b and the weights fit in 63 bits together they are packed into one int64 and
+    sorted by value (several times faster than an argsort); otherwise the pairs are argsorted
+    by a packed key, or lexsorted. All three give the same result."""
+    a = np.asarray(a, dtype=np.int64)
+    b = np.asarray(b, dtype=np.int64)
+    w = np.asarray(w, dtype=np.int64)
+    if len(a) == 0:
+        return a[:0].copy(), b[:0].copy(), w[:0].copy()
+    ab, bb = _bits(a_max), _bits(b_max)
+    w_max = int(w.max())
+    wb = _bits(w_max)
+    if ab + bb + wb <= 63 and int(w.min()) >= 0:
+        packed = np.sort((((a << bb) | b) << wb) | w)
+        key, ws = packed >> wb, packed & np.int64((1 << wb) - 1)
+        del packed
+    elif ab + bb <= 63:
+        key = (a << bb) | b
+        order = np.argsort(key)
+        key, ws = key[order], w[order]
+    else:
+        order = np.lexsort((b, a))
+        sa, sb, ws = a[order], b[order], w[order]
+        starts = np.flatnonzero(np.concatenate([[True], (sa[1:] != sa[:-1]) | (sb[1:] != sb[:-1])]))
+        return sa[starts], sb[starts], np.add.reduceat(ws, starts)
+    starts = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]]))
+    sums = np.add.reduceat(ws, starts)
+    key = key[starts]
+    return key >> bb, key & np.int64((1 << bb) - 1), sums
+
+
+def segment_starts(sorted_ids: np.ndarray) -> np.ndarray:
+    """Index of the first element of each run of equal values in a sorted array."""
+    if len(sorted_ids) == 0:
+        return np.empty(0, dtype=np.int64)
+    return np.flatnonzero(np.concatenate([[True], sorted_ids[1:] != sorted_ids[:-1]]))
+
+
+def best_moves(row: np.ndarray, lab: np.ndarray, w: np.ndarray, own: np.ndarray, fits: np.ndarray
+               ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each row's best move, from its connection weights to neighbouring clusters.
+
+    (row, lab, w) are sorted by (row, lab), one entry per (row, cluster); own[r] is row r's
+    cluster, fits[i] whether entry i's cluster can take the row's vertex under the cap.
+    A row moves to the heaviest cluster that fits if that is strictly heavier than its
+    connection to its own cluster (ties favour staying, then the smaller label).
+    Returns (rows that move, their target clusters, gains = target weight - own weight)."""
+    if len(row) == 0:
+        e = np.empty(0, dtype=np.int64)
+        return e, e.copy(), e.copy()
+    is_own = lab == own[row]
+    own_w = np.zeros(len(own), dtype=np.int64)
+    own_w[row[is_own]] = w[is_own]
+    score = np.where(fits & ~is_own, w, -1)
+    starts = segment_starts(row)
+    best = np.full(len(own), -1, dtype=np.int64)
+    best[row[starts]] = np.maximum.reduceat(score, starts)
+    win = np.flatnonzero((score == best[row]) & (score > own_w[row]))
+    win = win[segment_starts(row[win])]   # the first, i.e. the smallest label, of each row
+    rows = row[win]
+    return rows, lab[win], w[win] - own_w[rows]
+
+
+def admit(to: np.ndarray, gain: np.ndarray, gid: np.ndarray, w: np.ndarray, current: np.ndarray,
+          cap: np.ndarray, blocked: np.ndarray) -> np.ndarray:
+    """Which requested moves a cluster's owner accepts (mask, in request order).
+
+    Moves into one cluster `to` are ranked by gain (descending), then vertex ID; the
+    accepted ones are the longest prefix after which the cluster (weight `current`, per
+    request) is still at most `cap` in every constraint. `blocked` requests are refused."""
+    if len(to) == 0:
+        return np.zeros(0, dtype=bool)
+    order = np.lexsort((gid, -gain, to))
+    st, sw = to[order], w[order]
+    starts = segment_starts(st)
+    sizes = np.diff(np.append(starts, len(st)))
+    csum = np.cumsum(sw, axis=0)
+    before = csum[starts] - sw[starts]
+    within = csum - np.repeat(before, sizes, axis=0)
+    ok = np.all(current[order] + within <= cap, axis=1) & ~blocked[order]
+    bad = np.cumsum(~ok)
+    bad_before = bad[starts] - (~ok[starts])
+    accepted = np.empty(len(to), dtype=bool)
+    accepted[order] = (bad - np.repeat(bad_before, sizes)) == 0
+    return accepted
+
+
+def pack_groups(group: np.ndarray, w: np.ndarray, cap: np.ndarray) -> np.ndarray:
+    """Cut each run of equal `group` values into consecutive chunks of weight at most `cap`
+    in every constraint, greedily (a chunk takes items while they fit). Returns the index of
+    each item's chunk's first item.
+
+    All groups advance together: one step finds the end of every group's current chunk by a
+    binary search in the prefix sums, so the steps are as many as the chunks of the largest
+    group, not the items. Weights are non-negative and no single item exceeds the cap."""
+    n = len(group)
+    if n == 0:
+        return np.empty(0, dtype=np.int64)
+    w = np.asarray(w, dtype=np.int64).reshape(n, -1)
+    csum = np.cumsum(w, axis=0)
+    starts = segment_starts(np.asarray(group))
+    ends = np.append(starts[1:], n)
+    is_head = np.zeros(n, dtype=bool)
+    cur, end = starts, ends
+    while len(cur):
+        is_head[cur] = True
+        base = csum[cur] - w[cur]
+        nxt = end.copy()
+        for j in range(w.shape[1]):
+            nxt = np.minimum(nxt, np.searchsorted(csum[:, j], base[:, j] + cap[j], side="right"))
+        nxt = np.maximum(nxt, cur + 1)
+        more = nxt < end
+        cur, end = nxt[more], end[more]
+    head = np.flatnonzero(is_head)
+    return np.repeat(head, np.diff(np.append(head, n)))
+
+
+# ---------------------------------------------------------------- label propagation
+
+def _connections(g: LevelGraph, halo: Halo, ext_labels: np.ndarray, members: np.ndarray
+                 ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(batch row, cluster, connection weight) of `members` (local vertices), sorted."""
+    deg = np.diff(g.xadj)[members]
+    entries = concat_ranges(g.xadj[members], deg)
+    rows = np.repeat(np.arange(len(members), dtype=np.int64), deg)
+    return sum_pairs(rows, ext_labels[halo.col[entries]], g.adjwgt[entries], max(len(members) - 1, 0), g.n)
+
+
+def _lp_batch(comm: "Intracomm", g: LevelGraph, halo: Halo, labels: np.ndarray, cw: np.ndarray,
+              members: np.ndarray, cap: np.ndarray) -> int:
+    """One synchronous LP step of the vertices `members` (local indices): choose, request,
+    admit, apply. Updates `labels` and `cw` (weights and member count of the clusters named
+    by this rank's vertices) in place; returns the number of local vertices moved."""
+    lo, ncon = g.first(comm), g.ncon
+    ext = halo.extend(comm, labels)
+    row, lab, w = _connections(g, halo, ext, members)
+    del ext
+    own = labels[members]
+    # Only a cluster heavier than the own one can win: look up just those clusters' weights.
+    own_w = np.zeros(len(members), dtype=np.int64)
+    is_own = lab == own[row]
+    own_w[row[is_own]] = w[is_own]
+    useful = (w > own_w[row]) & ~is_own
+    row, lab, w, is_own = row[useful | is_own], lab[useful | is_own], w[useful | is_own], is_own[useful | is_own]
+    cands = sorted_unique(lab[~is_own])
+    cand_w = lookup(comm, cands, g.vtxdist, cw[:, :ncon])
+    fits = np.ones(len(lab), dtype=bool)
+    other = np.flatnonzero(~is_own)
+    idx = np.searchsorted(cands, lab[other])
+    fits[other] = np.all(cand_w[idx] + g.vwgt[members[row[other]]] <= cap, axis=1)
+    mrow, target, gain = best_moves(row, lab, w, own, fits)
+    movers = members[mrow]
+    src = labels[movers]
+    # A cluster whose only member leaves for a smaller label takes no one this step: of two
+    # lone vertices that want each other, the larger joins the smaller instead of both swapping.
+    leaving = np.zeros(g.nlocal, dtype=bool)
+    alone_self = (src == movers + lo) & (cw[movers, ncon] == 1) & (target < src)
+    leaving[movers[alone_self]] = True
+    req = np.column_stack([movers + lo, src, target, gain, g.vwgt[movers]])
+    (got,), _ = exchange(comm, g.owner(target), [np.ascontiguousarray(req, dtype=np.int64)])
+    del req
+    to_local = got[:, 2] - lo
+    ok = admit(to_local, got[:, 3], got[:, 0], got[:, 4:], cw[to_local, :ncon], cap, leaving[to_local])
+    got = got[ok]
+    to_local = to_local[ok]
+    np.add.at(cw, to_local, np.column_stack([got[:, 4:], np.ones(len(got), dtype=np.int64)]))
+    # One message carries both the answers (to each mover's owner: kind 0, vertex, new
+    # cluster) and the decrements (to each old cluster's owner: kind 1, cluster, weights).
+    n_ok = len(got)
+    kind = np.repeat(np.array([0, 1], dtype=np.int64), n_ok)
+    ids = np.concatenate([got[:, 0], got[:, 1]])
+    to_col = np.concatenate([got[:, 2], got[:, 2]])
+    wts = np.concatenate([np.zeros((n_ok, ncon), np.int64), got[:, 4:]])
+    msg = np.column_stack([kind, ids, to_col, wts]).astype(np.int64, copy=False)
+    (back,), _ = exchange(comm, g.owner(ids), [np.ascontiguousarray(msg)])
+    answers, decs = back[back[:, 0] == 0], back[back[:, 0] == 1]
+    labels[answers[:, 1] - lo] = answers[:, 2]
+    np.subtract.at(cw, decs[:, 1] - lo, np.column_stack([decs[:, 3:], np.ones(len(decs), dtype=np.int64)]))
+    return len(answers)
+
+
+def _merge_lonely(comm: "Intracomm", g: LevelGraph, halo: Halo, labels: np.ndarray, cw: np.ndarray,
+                  cap: np.ndarray) -> int:
+    """Group vertices still alone in their cluster: those that most want the same cluster
+    (two-hop neighbours), and isolated vertices within aligned spans of global IDs, in
+    chunks under the cap. A chunk takes the (unshared) label of its smallest vertex.
+    Returns the number of local vertices relabelled."""
+    lo, ncon = g.first(comm), g.ncon
+    size = lookup(comm, labels, g.vtxdist, cw[:, ncon])
+    lonely = np.flatnonzero(size == 1)
+    deg = np.diff(g.xadj)[lonely]
+    linked, isolated = lonely[deg > 0], lonely[deg == 0]
+    ext = halo.extend(comm, labels)
+    row, lab, w = _connections(g, halo, ext, linked)
+    del ext
+    # The favourite: the heaviest neighbouring cluster, ties to the smaller label (a lonely
+    # vertex has no neighbour in its own cluster, so every entry is another cluster).
+    starts = segment_starts(row)
+    best = np.maximum.reduceat(w, starts) if len(w) else w
+    top = np.flatnonzero(w == np.repeat(best, np.diff(np.append(starts, len(w)))))
+    top = top[segment_starts(row[top])]
+    favourite = np.empty(len(linked), dtype=np.int64)
+    favourite[row[top]] = lab[top]
+    iso_gid = isolated + lo
+    keys = np.concatenate([favourite, -1 - iso_gid // ISOLATED_SPAN])
+    dest = np.concatenate([g.owner(favourite), g.owner(iso_gid - iso_gid % ISOLATED_SPAN)])
+    who = np.concatenate([linked, isolated])
+    req = np.column_stack([keys, who + lo, labels[who], g.vwgt[who]]).astype(np.int64, copy=False)
+    (got,), _ = exchange(comm, dest, [np.ascontiguousarray(req)])
+    order = np.lexsort((got[:, 1], got[:, 0]))
+    got = got[order]
+    head = pack_groups(got[:, 0], got[:, 3:], cap)
+    new = got[head, 2]
+    change = new != got[:, 2]
+    (back,), _ = exchange(comm, g.owner(got[change, 1]),
+                          [np.ascontiguousarray(np.column_stack([got[change, 1], new[change]]))])
+    labels[back[:, 0] - lo] = back[:, 1]
+    return len(back)
+
+
+def cluster(comm: "Intracomm", g: LevelGraph, halo: Halo, max_weight: np.ndarray, seed: int,
+            level: int, rounds: int = 3, batches: int = 4, stop_at: int = 0) -> np.ndarray:
+    """Size-constrained label propagation. Returns, for each local vertex, the global ID of
+    the vertex that names its cluster. No cluster weighs more than `max_weight` (per
+    constraint) unless a single vertex does. Collective; the same for any number of ranks.
+
+    Once there are at most `stop_at` clusters (checked after every batch) it stops, so the
+    last level lands near the coarsening target instead of far below it."""
+    lo = g.first(comm)
+    gids = np.arange(lo, lo + g.nlocal, dtype=np.int64)
+    labels = gids.copy()
+    cap = np.asarray(max_weight, dtype=np.int64).reshape(g.ncon)
+    # Weight and member count of the cluster named by each local vertex.
+    cw = np.column_stack([g.vwgt, np.ones(g.nlocal, dtype=np.int64)])
+    for rnd in range(rounds):
+        batch = batch_of(gids, round_key(seed, level, rnd), batches)
+        order = np.argsort(batch, kind="stable")
+        bounds = np.searchsorted(batch[order], np.arange(batches + 1))
+        moved = 0
+        for b in range(batches):
+            moved += _lp_batch(comm, g, halo, labels, cw, order[bounds[b]:bounds[b + 1]], cap)
+            left, moves = allreduce_sum(comm, np.array([np.count_nonzero(cw[:, -1]), moved]))
+            if left <= stop_at:
+                return labels
+        if moves == 0:
+            break
+    _merge_lonely(comm, g, halo, labels, cw, cap)
+    return labels
+
+
+# ---------------------------------------------------------------- contraction
+
+def contract(comm: "Intracomm", g: LevelGraph, halo: Halo, labels: np.ndarray
+             ) -> Tuple[LevelGraph, np.ndarray]:
+    """The graph of the clusters: one coarse vertex per distinct label, numbered by the
+    label's rank among all labels (ascending), its weight the sum of its members', an edge
+    between two clusters weighing the sum of the fine edges between them (edges inside a
+    cluster vanish). Returns (coarse graph, fine-to-coarse global IDs of the local
+    vertices). Collective."""
+    nranks, rank, lo = comm.Get_size(), comm.Get_rank(), g.first(comm)
+    mine = sorted_unique(labels)
+    (named,), _ = exchange(comm, g.owner(mine), [mine])
+    used = np.zeros(g.nlocal, dtype=bool)
+    used[named - lo] = True
+    count = int(used.sum())
+    base = int(exscan_sum(comm, np.array([count]))[0])
+    nc = int(allreduce_sum(comm, np.array([count]))[0])
+    coarse_id = np.full(g.nlocal, -1, dtype=np.int64)
+    coarse_id[used] = base + np.arange(count, dtype=np.int64)
+    fine_to_coarse = lookup(comm, labels, g.vtxdist, coarse_id)
+    cdist = block_bounds(nc, nranks)
+    clo, cn = int(cdist[rank]), int(cdist[rank + 1] - cdist[rank])
+
+    def owner(ids: np.ndarray) -> np.ndarray:
+        return np.searchsorted(cdist, ids, side="right") - 1
+
+    # Vertex weights: summed here per coarse vertex, then at its owner.
+    order = np.argsort(fine_to_coarse, kind="stable")
+    fc = fine_to_coarse[order]
+    st = segment_starts(fc)
+    part = np.add.reduceat(g.vwgt[order], st, axis=0) if len(st) else g.vwgt[:0]
+    (ids, wts), _ = exchange(comm, owner(fc[st]), [fc[st], np.ascontiguousarray(part)])
+    vwgt = np.zeros((cn, g.ncon), dtype=np.int64)
+    np.add.at(vwgt, ids - clo, wts)
+    del order, fc, part
+
+    # Edges: both ends mapped, inside-cluster edges dropped, duplicates summed here and at
+    # the owner of the row (every rank sent its rows sorted; the owner merges them).
+    ext = halo.extend(comm, fine_to_coarse)
+    cu = fine_to_coarse[g.rows()]
+    cv = ext[halo.col]
+    del ext
+    keep = cu != cv
+    cu, cv, w = sum_pairs(cu[keep], cv[keep], g.adjwgt[keep], max(nc - 1, 0), max(nc - 1, 0))
+    del keep
+    (ru, rv, rw), counts = exchange(comm, owner(cu), [cu, cv, w])
+    del cu, cv, w
+    if np.count_nonzero(counts) > 1:
+        ru, rv, rw = sum_pairs(ru, rv, rw, max(nc - 1, 0), max(nc - 1, 0))
+    xadj = np.zeros(cn + 1, dtype=np.int64)
+    np.cumsum(np.bincount(ru - clo, minlength=cn), out=xadj[1:])
+    coarse = LevelGraph(cdist, xadj, rv, rw, vwgt).with_totals(comm)
+    return coarse, fine_to_coarse
+
+
+# ---------------------------------------------------------------- the hierarchy
+
+def coarsen(comm: "Intracomm", g: LevelGraph, k: int, imbalance: float, seed: int,
+            progress: "Optional[Progress]" = None, target: Optional[int] = None
+            ) -> Tuple[List[LevelGraph], List[np.ndarray]]:
+    """Cluster and contract until about `target` (default 2000 * k) vertices remain or a
+    level shrinks by less than 5%. Returns (levels, maps): levels[0] is `g`; maps[i] gives
+    the global ID in levels[i + 1] of each local vertex of levels[i]. Collective.
+
+    `imbalance` is accepted for the driver's sake; the cluster cap depends on k only
+    (CLUSTER_EPS / k of the total): the partition's slack does not limit how coarse a
+    cluster may be, the initial partitioner and the rebalancer handle it."""
+    del imbalance
+    if g.total is None:
+        g.with_totals(comm)
+    target = TARGET_PER_BLOCK * k if target is None else int(target)
+    heaviest = allreduce_max(comm, g.vwgt.max(axis=0) if g.nlocal else np.zeros(g.ncon, dtype=np.int64))
+    cap = cluster_cap(g.total, k, heaviest)
+    levels, maps = [g], []
+    while levels[-1].n > target and len(levels) < MAX_LEVELS:
+        fine = levels[-1]
+        t0 = time.perf_counter()
+        halo = Halo.build(comm, fine)
+        labels = cluster(comm, fine, halo, cap, seed, len(levels) - 1, stop_at=target)
+        coarse, fine_to_coarse = contract(comm, fine, halo, labels)
+        del halo, labels
+        if coarse.n >= fine.n:
+            break
+        levels.append(coarse)
+        maps.append(fine_to_coarse)
+        if progress is not None:
+            m = int(allreduce_sum(comm, np.array([len(coarse.adjncy)]))[0])
+            progress.say(f"coarsening level {len(levels) - 1}: {fine.n:,} -> {coarse.n:,} vertices, "
+                         f"{m // 2:,} edges ({time.perf_counter() - t0:.1f} s)")
+        if coarse.n * 100 > (100 - MIN_SHRINK_PERCENT) * fine.n:
+            break
+    return levels, maps
