@@ -1,0 +1,310 @@
+"""The multi-constraint rebalancer, and the pieces of refinement Jet (`jet.py`) shares with it.
+
+Shared pieces, in reading order: `overload` (the quantity the rebalancer descends on),
+`Refinement` (the fixed facts of one call: adjacency rows, tie keys, caps, and `evaluate`,
+which refreshes the ghosts' blocks and reduces block weights and the cut in one Allreduce),
+`connections` (each vertex's edge weight to each block), `priority_keys` and
+`first_reaching` (a distributed weighted select: the global prefix of a priority order, per
+group, that reaches a weight, found by radix steps of Allreduced integer histograms instead
+of a global sort).
+
+`rebalance` moves vertices out of overloaded blocks (design note, step 3). Every decision is a
+function of global IDs, integer weights and Allreduced integer sums, so the result is the same
+for any number of ranks.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Optional, Tuple
+
+import numpy as np
+
+from ....arrays import keyed_permutation
+from ....mpi.exchange import allreduce_sum, concat_ranges
+from ..graph import Halo, LevelGraph
+
+if TYPE_CHECKING:
+    from mpi4py.MPI import Intracomm
+
+__all__ = ["rebalance", "overload", "Refinement", "State", "connections", "priority_keys", "first_reaching",
+           "within_room"]
+
+RADIX_BITS = 8                 # one Allreduced histogram of 256 buckets per select round
+QBITS = 20                     # bits of a float priority kept in a select key (float32's top 20)
+DENSE_ENTRIES = 1 << 21        # entries of one dense (rows x blocks [x constraints]) block at a time
+HAIR = 0.001                   # a target may end this fraction of an average block above its cap
+EPS = 1e-12                    # below any real change of normalised overload (>= 1 / total)
+PATIENCE = 3                   # rebalancer rounds without less overload before it gives up
+MAX_ROUNDS = 100
+
+
+# ---------------------------------------------------------------- pure helpers
+
+def overload(bw: np.ndarray, caps: np.ndarray, avg: np.ndarray) -> float:
+    """Total weight above cap over blocks and constraints, each constraint in units of its
+    average block weight (so a 0/1 train column counts as much as the node count)."""
+    return float((np.maximum(np.asarray(bw) - caps, 0) / avg).sum())
+
+
+def sortable(x: np.ndarray) -> np.ndarray:
+    """An order-preserving map of floats to integers in [0, 2**QBITS): float32's bits with the
+    sign folded so that integer order is float order, top QBITS kept. Ties this creates
+    between close priorities are broken by the vertex tie key, like exact ties."""
+    bits = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.int64)
+    key = np.where(bits >= 1 << 31, (~bits) & 0xFFFFFFFF, bits | (1 << 31))
+    return key >> (32 - QBITS)
+
+
+def priority_keys(priority: np.ndarray, tie: np.ndarray, gbits: int) -> np.ndarray:
+    """Select keys, ascending = first taken: the quantized priority, then the vertex's tie key
+    (a seeded permutation of its global ID, unique)."""
+    return (sortable(priority) << gbits) | tie
+
+
+def connections(g: LevelGraph, halo: Halo, ext: np.ndarray, rows: np.ndarray, k: int) -> np.ndarray:
+    """(len(rows), k) int64 edge weight from each of the given local rows to each block
+    (`ext`: extended block ids). Sums of integer weights in float64 are exact below 2**53."""
+    deg = g.xadj[rows + 1] - g.xadj[rows]
+    idx = concat_ranges(g.xadj[rows], deg)
+    key = np.repeat(np.arange(len(rows), dtype=np.int64) * k, deg) + ext[halo.col[idx]]
+    sums = np.bincount(key, weights=g.adjwgt[idx], minlength=len(rows) * k)
+    return np.rint(sums).astype(np.int64).reshape(len(rows), k)
+
+
+def border_rows(xadj: np.ndarray, diff: np.ndarray) -> np.ndarray:
+    """(nlocal,) bool: the rows with some True in `diff` (one flag per adjacency entry)."""
+    nonempty = xadj[1:] > xadj[:-1]
+    if len(diff) == 0:
+        return nonempty
+    # reduceat reads one element for an empty row: those rows are masked out after.
+    return np.logical_or.reduceat(diff, np.minimum(xadj[:-1], len(diff) - 1)) & nonempty
+
+
+def chunks(n: int, width: int):
+    """Slices of [0, n) whose dense (rows x width) blocks stay within DENSE_ENTRIES."""
+    step = max(1, DENSE_ENTRIES // max(width, 1))
+    return (slice(lo, min(lo + step, n)) for lo in range(0, n, step))
+
+
+def column_sums(groups: np.ndarray, weights: np.ndarray, ngroups: int) -> np.ndarray:
+    """(ngroups, ncon) int64 sums of weight rows per group (bincount, exact below 2**53)."""
+    out = np.zeros((ngroups, weights.shape[1]), dtype=np.int64)
+    for c in range(weights.shape[1]):
+        out[:, c] = np.rint(np.bincount(groups, weights=weights[:, c], minlength=ngroups))
+    return out
+
+
+# ---------------------------------------------------------------- distributed select
+
+def first_reaching(comm: "Intracomm", keys: np.ndarray, groups: np.ndarray, weights: np.ndarray,
+                   targets: np.ndarray, nbits: int) -> np.ndarray:
+    """For each group g and constraint c: the smallest key K such that the items of group g,
+    over all ranks, with key <= K weigh at least targets[g, c] in column c. -1 where
+    targets[g, c] <= 0 (nothing needed); 2**nbits where all of the group falls short.
+
+    keys: (m,) int64 in [0, 2**nbits), unique over all ranks; groups: (m,) in [0, G);
+    weights: (m, C) int64 >= 0; targets: (G, C). Collective: an MSD radix select, one
+    Allreduce of a (C, G, 256) histogram per 8 bits of key, the same on every rank."""
+    targets = np.asarray(targets, dtype=np.int64)
+    ngroups, ncon = targets.shape
+    radix = 1 << RADIX_BITS
+    rounds = max(1, -(-nbits // RADIX_BITS))
+    result = np.full((ngroups, ncon), -1, dtype=np.int64)
+    open_ = targets > 0
+    prefix = np.zeros((ngroups, ncon), dtype=np.int64)
+    below = np.zeros((ngroups, ncon), dtype=np.int64)   # weight of the items under the prefix
+    for r in range(rounds):
+        if not open_.any():   # decided from Allreduced sums: every rank leaves together
+            break
+        shift = RADIX_BITS * (rounds - 1 - r)
+        high, digit = keys >> (shift + RADIX_BITS), (keys >> shift) & (radix - 1)
+        hist = np.zeros((ncon, ngroups * radix), dtype=np.int64)
+        for c in range(ncon):
+            act = (high == prefix[groups, c]) & open_[groups, c] & (weights[:, c] > 0)
+            if act.any():
+                hist[c] = np.rint(np.bincount(groups[act] * radix + digit[act], weights=weights[act, c],
+                                              minlength=ngroups * radix))
+        hist = allreduce_sum(comm, hist).reshape(ncon, ngroups, radix).transpose(1, 0, 2)
+        cum = below[:, :, None] + np.cumsum(hist, axis=2)
+        reach = cum >= targets[:, :, None]
+        hit = reach.any(axis=2)
+        d = reach.argmax(axis=2)
+        result[open_ & ~hit] = 1 << nbits   # only in the first round: the whole group is short
+        open_ &= hit
+        under = (np.take_along_axis(cum, d[:, :, None], 2) - np.take_along_axis(hist, d[:, :, None], 2))[:, :, 0]
+        below = np.where(open_, under, below)
+        prefix = np.where(open_, (prefix << RADIX_BITS) | d, prefix)
+    result[open_] = prefix[open_]
+    return result
+
+
+# ---------------------------------------------------------------- one call's facts and states
+
+@dataclass
+class State:
+    """One partition as the refiners see it, after `Refinement.evaluate`."""
+
+    ext: np.ndarray       # extended block ids: own vertices, then the ghosts
+    bw: np.ndarray        # (k, ncon) global block weights
+    cut: int              # global cut (each undirected edge once)
+    border: np.ndarray    # (nlocal,) bool: some neighbour in another block
+    over: float           # `overload` of bw
+    extra: np.ndarray     # the Allreduced extra counters `evaluate` was given
+
+    @property
+    def feasible(self) -> bool:
+        return self.over == 0.0
+
+    def better_than(self, other: "Optional[State]") -> bool:
+        """Feasible beats infeasible; then less cut when feasible, less overload (then less
+        cut) when not."""
+        if other is None:
+            return True
+        if self.feasible != other.feasible:
+            return self.feasible
+        if self.feasible:
+            return self.cut < other.cut
+        return (self.over, self.cut) < (other.over, other.cut)
+
+
+class Refinement:
+    """What Jet and the rebalancer compute once per call on one level."""
+
+    def __init__(self, comm: "Intracomm", g: LevelGraph, halo: Halo, k: int, caps: np.ndarray,
+                 seed: int = 0) -> None:
+        self.g, self.halo, self.k = g, halo, int(k)
+        self.caps = np.asarray(caps, dtype=np.int64).reshape(-1)
+        total = g.total if g.total is not None else allreduce_sum(comm, g.vwgt.sum(axis=0))
+        self.total = np.asarray(total, dtype=np.int64)
+        self.avg = np.maximum(self.total, 1) / self.k   # an all-zero column has nothing to balance
+        self.hair = np.ceil(HAIR * self.avg).astype(np.int64)
+        self.rows = g.rows()
+        self.wdeg = np.rint(np.bincount(self.rows, weights=g.adjwgt, minlength=g.nlocal)).astype(np.int64)
+        # Ties go by a seeded permutation of global IDs: unique, and the same for any R.
+        self.tie = keyed_permutation(halo.ext_ids(g, comm), max(g.n, 1), seed)
+        self.gbits = max(1, (max(g.n, 1) - 1).bit_length())
+        self.nbits = QBITS + self.gbits
+
+    def connections(self, st: "State", rows: np.ndarray) -> np.ndarray:
+        """`connections` of the given rows: summed over edges for border rows, the weighted
+        degree to the own block for the others (most rows of a good partition)."""
+        conn = np.zeros((len(rows), self.k), dtype=np.int64)
+        b = st.border[rows]
+        conn[b] = connections(self.g, self.halo, st.ext, rows[b], self.k)
+        inner = rows[~b]
+        conn[np.flatnonzero(~b), st.ext[inner]] = self.wdeg[inner]
+        return conn
+
+    def evaluate(self, comm: "Intracomm", parts: np.ndarray, extra: Tuple[int, ...] = ()) -> State:
+        """Refresh the ghosts' blocks (one halo exchange), then block weights, cut and `extra`
+        counters summed over ranks in one Allreduce. Collective."""
+        g, k = self.g, self.k
+        ext = self.halo.extend(comm, np.asarray(parts, dtype=np.int64))
+        diff = ext[self.halo.col] != ext[self.rows]
+        local = np.concatenate([column_sums(ext[:g.nlocal], g.vwgt, k).reshape(-1),
+                                [int(g.adjwgt[diff].sum())], np.asarray(extra, dtype=np.int64)])
+        red = allreduce_sum(comm, local)
+        bw = red[:k * g.ncon].reshape(k, g.ncon)
+        border = border_rows(g.xadj, diff)
+        # Each cut edge is seen once from each end, wherever the ends live.
+        return State(ext, bw, int(red[k * g.ncon]) // 2, border, overload(bw, self.caps, self.avg),
+                     red[k * g.ncon + 1:])
+
+
+# ---------------------------------------------------------------- the rebalancer
+
+def rebalance(comm: "Intracomm", g: LevelGraph, halo: Halo, parts: np.ndarray, k: int,
+              caps: np.ndarray, seed: int = 0) -> np.ndarray:
+    """A partition with no block above `caps` (per constraint) if the rebalancer finds one,
+    else the one with the least overload seen (then least cut). Collective; the same for any R."""
+    parts = np.asarray(parts, dtype=np.int64)
+    local = column_sums(parts, g.vwgt, k)
+    if not (allreduce_sum(comm, local) > np.asarray(caps)).any():
+        return parts.copy()
+    ctx = Refinement(comm, g, halo, k, caps, seed)
+    return balance_state(comm, ctx, ctx.evaluate(comm, parts)).ext[:g.nlocal].copy()
+
+
+def balance_state(comm: "Intracomm", ctx: Refinement, st: State) -> State:
+    """Rounds of `balance_moves` from `st` until feasible or no progress; the best state seen."""
+    best, stalled = st, 0
+    for _ in range(MAX_ROUNDS):
+        if st.feasible:
+            break
+        movers, targets = balance_moves(comm, ctx, st)
+        parts = st.ext[:ctx.g.nlocal].copy()
+        parts[movers] = targets
+        st = ctx.evaluate(comm, parts, (len(movers),))
+        if st.extra[0] == 0:   # nothing could move: the same round would repeat
+            break
+        stalled = 0 if st.over < best.over else stalled + 1
+        if st.better_than(best):
+            best = st
+        if stalled >= PATIENCE:
+            break
+    return best
+
+
+def balance_moves(comm: "Intracomm", ctx: Refinement, st: State) -> Tuple[np.ndarray, np.ndarray]:
+    """One round: (local vertices to move, their blocks). Collective (two selects)."""
+    g, k, caps, avg = ctx.g, ctx.k, ctx.caps, ctx.avg
+    parts, bw = st.ext[:g.nlocal], st.bw
+    over = bw > caps
+    # Only a vertex carrying a constraint its block is over in can lower the overload.
+    cand = np.flatnonzero(((g.vwgt > 0) & over[parts]).any(axis=1))
+    target = np.full(len(cand), -1, dtype=np.int64)
+    priority = np.zeros(len(cand))
+    excess = np.maximum(bw - caps, 0)
+    for s in chunks(len(cand), k * g.ncon):
+        target[s], priority[s] = best_targets(g.vwgt[cand[s]], parts[cand[s]], ctx.connections(st, cand[s]),
+                                              bw, caps, ctx.hair, avg, excess)
+    has = target >= 0
+    cand, target, priority = cand[has], target[has], priority[has]
+    w = g.vwgt[cand]
+    keys = priority_keys(priority, ctx.tie[cand], ctx.gbits)
+    # Per overloaded block and constraint it is over in, the cheapest moves carrying that
+    # constraint until its excess there is covered.
+    src = parts[cand]
+    upto = first_reaching(comm, keys, src, w, excess, ctx.nbits)
+    take = ((w > 0) & (keys[:, None] <= upto[src])).any(axis=1)
+    cand, target, w, keys = cand[take], target[take], w[take], keys[take]
+    # Per target, the cheapest of those while it stays within a hair of its cap.
+    room = np.maximum(caps + ctx.hair - bw, 0)
+    take = within_room(comm, keys, target, w, room, ctx.nbits)
+    return cand[take], target[take]
+
+
+def within_room(comm: "Intracomm", keys: np.ndarray, target: np.ndarray, w: np.ndarray, room: np.ndarray,
+                nbits: int) -> np.ndarray:
+    """Which moves into their target blocks to make, cheapest (smallest key) first: in each
+    constraint, the moves carrying it while their sum stays within the target's room. A move
+    is made if it fits in every constraint it carries; one that does not carry a constraint
+    never waits for it. Collective."""
+    limit = first_reaching(comm, keys, target, w, room + 1, nbits)
+    return ((w == 0) | (keys[:, None] < limit[target])).all(axis=1)
+
+
+def best_targets(w: np.ndarray, src: np.ndarray, conn: np.ndarray, bw: np.ndarray, caps: np.ndarray,
+                 hair: np.ndarray, avg: np.ndarray, excess: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """For each vertex (weights w, block src, connections conn to every block) of an
+    overloaded block: the target with the best cut gain among
+    moves that lower the total overload and leave the target within `hair` of its cap in
+    every constraint the vertex carries (-1 if none), and the move's priority: cut loss per
+    unit of overload removed. A target over cap in a constraint the vertex does not carry
+    still takes it: that rule is what lets every start converge."""
+    i = np.arange(len(src))
+    src_delta = ((np.maximum(bw[src] - w - caps, 0) - excess[src]) / avg).sum(axis=1)
+    after = bw[None, :, :] + w[:, None, :]                       # (n, k, ncon)
+    delta = src_delta[:, None] + ((np.maximum(after - caps, 0) - excess[None]) / avg).sum(axis=2)
+    fits = ((w[:, None, :] == 0) | (after <= caps + hair)).all(axis=2)
+    del after
+    valid = fits & (delta < -EPS)
+    valid[i, src] = False
+    score = np.where(valid, conn, -1)
+    top = score.max(axis=1)
+    # Best connection first; among equals, the move that removes the most overload.
+    tgt = np.where(score == top[:, None], delta, np.inf).argmin(axis=1)
+    ok = top >= 0
+    loss = conn[i, src] - conn[i, tgt]
+    priority = np.where(ok, loss / np.where(ok, -delta[i, tgt], 1.0), 0.0)
+    return np.where(ok, tgt, -1), priority

@@ -1,0 +1,142 @@
+"""Jet refinement (Gilbert et al. 2024), distributed as dKaMinPar distributes it.
+
+One iteration: every unlocked border vertex picks its best other block by connection and is a
+candidate if the move loses less than a fraction of its connection to its own block
+(`candidates`); the afterburner recomputes each candidate's gain as if every neighbouring
+candidate of higher priority (gain, then tie key) had moved, and keeps the moves that still
+gain (`afterburner`); movers are locked for the next iteration. Two halo exchanges (blocks,
+then candidates' targets and gains) and one Allreduce of block weights and cut per
+iteration; the rebalancer runs when the moves leave a block over its cap. The best partition
+seen is returned. Everything is integer or computed per vertex from integers, and ties go by
+global ID, so the result does not depend on the number of ranks.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Tuple
+
+import numpy as np
+
+from ....mpi.exchange import allreduce_sum, concat_ranges
+from ..graph import Halo, LevelGraph
+from .balancer import (Refinement, State, balance_state, chunks, column_sums, connections,
+                       priority_keys, within_room)
+
+if TYPE_CHECKING:
+    from mpi4py.MPI import Intracomm
+
+__all__ = ["jet", "candidates", "afterburner"]
+
+COARSE_FACTOR = 0.75   # a candidate may lose up to this share of its own-block connection
+FINE_FACTOR = 0.25
+MIN_GAIN = 0.001       # an iteration counts as progress if it betters the best by 0.1%
+MAX_ITERATIONS = 1000  # a backstop only: the idle rule ends every run seen long before
+
+
+def jet(comm: "Intracomm", g: LevelGraph, halo: Halo, parts: np.ndarray, k: int, caps: np.ndarray,
+        seed: int = 0, finest: bool = False, max_idle: int = 12,
+        max_iterations: int = MAX_ITERATIONS) -> np.ndarray:
+    """Refined blocks of this rank's vertices: the least-cut partition within `caps` seen (the
+    least overloaded one if none is). Collective; the same for any R given (g, parts, seed)."""
+    ctx = Refinement(comm, g, halo, k, caps, seed)
+    factor = FINE_FACTOR if finest else COARSE_FACTOR
+    # Heavy coarse vertices overfill blocks the rebalancer then cannot empty, when several
+    # constraints must fit at once: there, moves into a block are capped by its room.
+    capped = not finest and g.ncon > 1
+    st = ctx.evaluate(comm, parts)
+    best, mark = st, st
+    locked = np.zeros(g.nlocal, dtype=bool)
+    idle, moved = 0, -1
+    for _ in range(max_iterations):
+        if idle >= max_idle:
+            break
+        movers, targets = jet_moves(comm, ctx, st, locked, factor, capped)
+        new = st.ext[:g.nlocal].copy()
+        new[movers] = targets
+        locked = np.zeros(g.nlocal, dtype=bool)
+        locked[movers] = True
+        st = ctx.evaluate(comm, new, (len(movers),))
+        moved, before = int(st.extra[0]), moved
+        if not st.feasible:
+            st = balance_state(comm, ctx, st)
+        if st.better_than(best):
+            best = st
+        if progressed(st, mark):
+            mark, idle = st, 0
+        else:
+            idle += 1
+        if moved == 0 and before == 0:   # nothing locked and nothing to move: a fixed point
+            break
+    return best.ext[:g.nlocal].copy()
+
+
+def progressed(st: State, mark: State) -> bool:
+    """Better than `mark` by at least MIN_GAIN (integer comparisons on the cut)."""
+    if st.feasible != mark.feasible:
+        return st.feasible
+    if st.feasible:
+        return st.cut * 1000 < mark.cut * (1000 - round(MIN_GAIN * 1000))
+    return st.over < mark.over * (1 - MIN_GAIN)
+
+
+def jet_moves(comm: "Intracomm", ctx: Refinement, st: State, locked: np.ndarray, factor: float,
+              capped: bool) -> Tuple[np.ndarray, np.ndarray]:
+    """One Jet iteration's moves: (local vertices, their new blocks). Collective."""
+    g = ctx.g
+    target, gain = candidates(g, ctx.halo, st.ext, np.flatnonzero(st.border & ~locked), ctx.k, factor)
+    cand = np.flatnonzero(target != st.ext[:g.nlocal])
+    both = ctx.halo.extend(comm, np.stack([target, gain], axis=1))
+    after = afterburner(g, ctx.halo, st.ext, both[:, 0], both[:, 1], ctx.tie, cand)
+    move = after > 0
+    movers, gains = cand[move], after[move]
+    if capped:
+        movers = cap_inflow(comm, ctx, st, movers, target[movers], gains)
+    return movers, target[movers]
+
+
+def candidates(g: LevelGraph, halo: Halo, ext: np.ndarray, rows: np.ndarray, k: int,
+               factor: float) -> Tuple[np.ndarray, np.ndarray]:
+    """(nlocal,) target block and gain of every local vertex: for the given rows whose best
+    other block (most connection; ties to the lower block) loses less than floor(factor *
+    own-block connection), that block and the gain; for every other vertex its own block, 0."""
+    target = ext[:g.nlocal].copy()
+    gain = np.zeros(g.nlocal, dtype=np.int64)
+    for s in chunks(len(rows), k):
+        r = rows[s]
+        conn = connections(g, halo, ext, r, k)
+        i = np.arange(len(r))
+        own = conn[i, ext[r]]
+        conn[i, ext[r]] = -1
+        best = conn.argmax(axis=1)
+        gn = conn[i, best] - own
+        ok = gn > -np.floor(factor * own).astype(np.int64)
+        target[r[ok]], gain[r[ok]] = best[ok], gn[ok]
+    return target, gain
+
+
+def afterburner(g: LevelGraph, halo: Halo, ext: np.ndarray, target: np.ndarray, gain: np.ndarray,
+                tie: np.ndarray, cand: np.ndarray) -> np.ndarray:
+    """Gain of each candidate's move (cand: local rows) assuming every neighbour with higher
+    priority (more gain, then smaller tie key) has moved to its target; the others stay.
+    target, gain, tie: extended (own vertices, then ghosts); a non-candidate's target is its block."""
+    deg = g.xadj[cand + 1] - g.xadj[cand]
+    idx = concat_ranges(g.xadj[cand], deg)
+    row = np.repeat(np.arange(len(cand), dtype=np.int64), deg)
+    v = halo.col[idx]
+    u = cand[row]
+    first = (gain[v] > gain[u]) | ((gain[v] == gain[u]) & (tie[v] < tie[u]))
+    block = np.where(first, target[v], ext[v])
+    w = g.adjwgt[idx]
+    contrib = np.where(block == target[u], w, 0) - np.where(block == ext[u], w, 0)
+    return np.rint(np.bincount(row, weights=contrib, minlength=len(cand))).astype(np.int64)
+
+
+def cap_inflow(comm: "Intracomm", ctx: Refinement, st: State, movers: np.ndarray, targets: np.ndarray,
+               gains: np.ndarray) -> np.ndarray:
+    """The movers each target block can take, best gain first: its room under the cap plus
+    what its own movers take out, in each constraint (`within_room`). Collective."""
+    g, k = ctx.g, ctx.k
+    w = g.vwgt[movers]
+    out = allreduce_sum(comm, column_sums(st.ext[movers], w, k))
+    room = np.maximum(ctx.caps - st.bw, 0) + out
+    keys = priority_keys(-gains.astype(np.float64), ctx.tie[movers], ctx.gbits)
+    return movers[within_room(comm, keys, targets, w, room, ctx.nbits)]
