@@ -113,8 +113,12 @@ def _only_locks(entry: Path) -> bool:
 
 def refuse_inside_input(where: Path, input_root: Path) -> None:
     """Refuse an output folder that is the input folder or lies inside it (symlinks resolved).
-    Also checked before the folder lock is taken, so not even a lock file lands in the input."""
+    Also checked before the folder lock is taken, so not even a lock file lands in the input.
+    `input_root` may be the metadata file itself (any name, as GSProcessing writes it): its
+    folder is the input."""
     target, root = Path(where).resolve(), Path(input_root).resolve()
+    if root.is_file():
+        root = root.parent
     if target == root:
         raise InputError(where, "is the input graph's folder: write the output somewhere else "
                                 "(distpart never writes into its input)")
