@@ -89,8 +89,11 @@ def partition_loads(part: np.ndarray, src: np.ndarray, dst: np.ndarray,
     owner, source = owner[remote], src[remote]
     del remote
     cut = np.bincount(owner, minlength=num_parts)
-    # A source counts once per partition it is a halo node of: distinct (owner, source) pairs.
-    pairs = np.unique(owner * np.int64(len(part)) + source)
+    # A source counts once per partition it is a halo node of: distinct (owner, source) pairs,
+    # by a sort (np.unique is many times slower on 10^7 keys with numpy 2.4).
+    pairs = np.sort(owner * np.int64(len(part)) + source)
+    if len(pairs):
+        pairs = pairs[np.concatenate([[True], pairs[1:] != pairs[:-1]])]
     halo = np.bincount(pairs // np.int64(len(part)), minlength=num_parts)
     return edges, cut, halo
 
