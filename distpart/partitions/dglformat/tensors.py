@@ -68,7 +68,12 @@ class TensorDictWriter:
         self._f.close()
         self._f = None
         if exc_type is not None:
-            os.remove(self.path)
+            # A failing run's cleanup on another rank may have removed it (and its folder)
+            # already: gone is what is wanted, and a second error would hide the first.
+            try:
+                os.remove(self.path)
+            except FileNotFoundError:
+                pass
         elif len(self._keys) != self.num_tensors:
             os.remove(self.path)
             raise ValueError(
