@@ -12,7 +12,8 @@ before it (tests/test_import_order.py enforces the order):
 - `dispatch/`: Step 2, moving and relabelling nodes, edges and features, writing partitions;
 - `check/`: verify and report an output;
 - `synthetic/`: example and benchmark inputs;
-- `launch`, `api`, `cli`: the entry points (`distpart launch`, `partition_graph`, `distpart`).
+- `launch`, `api`, `cli`: the entry points (`distpart launch`, `partition_graph`, `distpart`);
+- `dgltools/`: scripts that stand in for DGL's `tools/` folder (`distpart tools-path`).
 
 Besides the `distpart` command, the package offers a DGL-free loading API for its outputs
 (`load_partition`, `load_partition_feats`, `load_partition_book`, `load_orig_ids`), DGL's
