@@ -41,7 +41,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
+import signal
 import shutil
 import subprocess
 import sys
@@ -189,6 +191,20 @@ def read_parts(assign_dir: Path, ntypes: List[str]) -> np.ndarray:
 # ----------------------------------------------------------------------------- runs
 
 
+def bounded(cmd: Sequence[object], timeout: float, env: Optional[dict] = None) -> "Optional[subprocess.CompletedProcess]":
+    """Run cmd in its own process group; None if it ran past `timeout` (then the whole
+    group, mpiexec's ranks included, is killed: no orphan keeps a core busy)."""
+    proc = subprocess.Popen([str(c) for c in cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        return None
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
 def run_distpart_method(args, g: Graph, method: str, cset: str, ub: float, ranks: int, work: Path) -> dict:
     """One `distpart assign` under mpiexec: {"part"} and its time and memory, or {"status"}."""
     name, _, extra = method.partition(":")
@@ -198,11 +214,9 @@ def run_distpart_method(args, g: Graph, method: str, cset: str, ub: float, ranks
     stats.unlink(missing_ok=True)
     argv = ["assign", g.folder, out, "--num-parts", args.parts, "--method", name, "--seed", args.seed,
             "--imbalance", ub, *constraint_options(cset, g), *extra.split(), "--quiet", "--stats-json", stats]
-    try:
-        proc = subprocess.run(mpiexec(ranks, argv), env=mpi_env(), capture_output=True, text=True,
-                              timeout=args.timeout)
-    except subprocess.TimeoutExpired:
-        return {"status": f"failed (timeout {args.timeout} s)"}
+    proc = bounded(mpiexec(ranks, argv), args.timeout, env=mpi_env())
+    if proc is None:
+        return {"status": f"failed (timeout {args.timeout:.0f} s)"}
     if proc.returncode != 0:
         error = next((ln for ln in proc.stderr.splitlines() if "error:" in ln), proc.stderr.strip()[-200:])
         if proc.returncode == 2 and name == "kaminpar" and cset != "C0":
@@ -245,10 +259,9 @@ def run_reference(args, g: Graph, key: str, cset: str, ub: float, work: Path) ->
            "--parts", str(args.parts), "--seed", str(args.seed), "--imbalance", str(ub)]
     if vwgt is not None:
         cmd += ["--metis-vwgt", str(weights)]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
-    except subprocess.TimeoutExpired:
-        return {"status": f"failed (timeout {args.timeout} s)"}
+    proc = bounded(cmd, args.timeout)
+    if proc is None:
+        return {"status": f"failed (timeout {args.timeout:.0f} s)"}
     if proc.returncode != 0:
         return {"status": f"failed (exit {proc.returncode})", "error": proc.stderr.strip()[-300:]}
     res = json.loads(proc.stdout.strip().splitlines()[-1])
