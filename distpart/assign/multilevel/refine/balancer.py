@@ -34,6 +34,8 @@ QBITS = 20                     # bits of a float priority kept in a select key (
 DENSE_ENTRIES = 1 << 21        # entries of one dense (rows x blocks [x constraints]) block at a time
 HAIR = 0.001                   # a target may end this fraction of an average block above its cap
 EPS = 1e-12                    # below any real change of normalised overload (>= 1 / total)
+STEPS = 8                      # select steps per rebalancer round
+CACHE_ENTRIES = 1 << 24        # candidates x blocks kept (int32) between the steps of a round
 PATIENCE = 3                   # rebalancer rounds without less overload before it gives up
 MAX_ROUNDS = 100
 
@@ -113,16 +115,22 @@ def first_reaching(comm: "Intracomm", keys: np.ndarray, groups: np.ndarray, weig
     open_ = targets > 0
     prefix = np.zeros((ngroups, ncon), dtype=np.int64)
     below = np.zeros((ngroups, ncon), dtype=np.int64)   # weight of the items under the prefix
+    # Per constraint, the items still inside their problem's prefix: fewer every round.
+    items = [np.flatnonzero(open_[groups, c] & (weights[:, c] > 0)) for c in range(ncon)]
     for r in range(rounds):
         if not open_.any():   # decided from Allreduced sums: every rank leaves together
             break
         shift = RADIX_BITS * (rounds - 1 - r)
-        high, digit = keys >> (shift + RADIX_BITS), (keys >> shift) & (radix - 1)
         hist = np.zeros((ncon, ngroups * radix), dtype=np.int64)
         for c in range(ncon):
-            act = (high == prefix[groups, c]) & open_[groups, c] & (weights[:, c] > 0)
-            if act.any():
-                hist[c] = np.rint(np.bincount(groups[act] * radix + digit[act], weights=weights[act, c],
+            i = items[c]
+            grp = groups[i]
+            keep = open_[grp, c] & ((keys[i] >> (shift + RADIX_BITS)) == prefix[grp, c])
+            i, grp = i[keep], grp[keep]
+            items[c] = i
+            if len(i):
+                digit = (keys[i] >> shift) & (radix - 1)
+                hist[c] = np.rint(np.bincount(grp * radix + digit, weights=weights[i, c],
                                               minlength=ngroups * radix))
         hist = allreduce_sum(comm, hist).reshape(ncon, ngroups, radix).transpose(1, 0, 2)
         cum = below[:, :, None] + np.cumsum(hist, axis=2)
@@ -182,6 +190,7 @@ class Refinement:
         self.wdeg = np.rint(np.bincount(self.rows, weights=g.adjwgt, minlength=g.nlocal)).astype(np.int64)
         # Ties go by a seeded permutation of global IDs: unique, and the same for any R.
         self.tie = keyed_permutation(halo.ext_ids(g, comm), max(g.n, 1), seed)
+        self.cls, self.classes = weight_classes(g.vwgt)
         self.gbits = max(1, (max(g.n, 1) - 1).bit_length())
         self.nbits = QBITS + self.gbits
 
@@ -246,32 +255,99 @@ def balance_state(comm: "Intracomm", ctx: Refinement, st: State) -> State:
 
 
 def balance_moves(comm: "Intracomm", ctx: Refinement, st: State) -> Tuple[np.ndarray, np.ndarray]:
-    """One round: (local vertices to move, their blocks). Collective (two selects)."""
-    g, k, caps, avg = ctx.g, ctx.k, ctx.caps, ctx.avg
-    parts, bw = st.ext[:g.nlocal], st.bw
-    over = bw > caps
-    # Only a vertex carrying a constraint its block is over in can lower the overload.
-    cand = np.flatnonzero(((g.vwgt > 0) & over[parts]).any(axis=1))
-    target = np.full(len(cand), -1, dtype=np.int64)
-    priority = np.zeros(len(cand))
-    excess = np.maximum(bw - caps, 0)
-    for s in chunks(len(cand), k * g.ncon):
-        target[s], priority[s] = best_targets(g.vwgt[cand[s]], parts[cand[s]], ctx.connections(st, cand[s]),
-                                              bw, caps, ctx.hair, avg, excess)
-    has = target >= 0
-    cand, target, priority = cand[has], target[has], priority[has]
-    w = g.vwgt[cand]
-    keys = priority_keys(priority, ctx.tie[cand], ctx.gbits)
-    # Per overloaded block and constraint it is over in, the cheapest moves carrying that
-    # constraint until its excess there is covered.
-    src = parts[cand]
-    upto = first_reaching(comm, keys, src, w, excess, ctx.nbits)
-    take = ((w > 0) & (keys[:, None] <= upto[src])).any(axis=1)
-    cand, target, w, keys = cand[take], target[take], w[take], keys[take]
-    # Per target, the cheapest of those while it stays within a hair of its cap.
-    room = np.maximum(caps + ctx.hair - bw, 0)
-    take = within_room(comm, keys, target, w, room, ctx.nbits)
-    return cand[take], target[take]
+    """One round: (local vertices to move, their blocks). Collective.
+
+    In steps: every candidate picks its best target for the block weights as they now
+    stand, the two selects pick the moves, and one Allreduce updates the block weights. A
+    candidate whose best target filled up picks another in the next step, and a block that
+    a step pushes over its cap sheds in the next: a round does what many rounds of one step
+    would, without their halo exchanges and edge passes. The candidates (the vertices of
+    the blocks over a cap so far) and their connections are computed once per round."""
+    g, k, caps = ctx.g, ctx.k, ctx.caps
+    parts, bw = st.ext[:g.nlocal], st.bw.copy()
+    pool = Pool(ctx, st)
+    for _ in range(STEPS):
+        excess = np.maximum(bw - caps, 0)
+        pool.add_blocks(excess.any(axis=1))
+        # Only a vertex carrying a constraint its block is over in can lower the overload.
+        live = np.flatnonzero(pool.todo & ((pool.w > 0) & (excess > 0)[pool.src]).any(axis=1))
+        target = np.full(len(live), -1, dtype=np.int64)
+        priority = np.zeros(len(live))
+        for s in chunks(len(live), k):
+            rows = live[s]
+            target[s], priority[s] = best_targets(ctx.cls[pool.rows[rows]], ctx.classes, pool.src[rows],
+                                                  pool.w[rows], pool.connections(rows), bw, caps, ctx.hair, ctx.avg)
+        live, target, priority = live[target >= 0], target[target >= 0], priority[target >= 0]
+        w, src = pool.w[live], pool.src[live]
+        keys = priority_keys(priority, ctx.tie[pool.rows[live]], ctx.gbits)
+        # Per overloaded block and constraint it is over in, the cheapest moves carrying
+        # that constraint until its excess there is covered.
+        upto = first_reaching(comm, keys, src, w, excess, ctx.nbits)
+        take = ((w > 0) & (keys[:, None] <= upto[src])).any(axis=1)
+        live, target, keys, w, src = live[take], target[take], keys[take], w[take], src[take]
+        # Per target, the cheapest of those while it stays within a hair of its cap.
+        take = within_room(comm, keys, target, w, np.maximum(caps + ctx.hair - bw, 0), ctx.nbits)
+        live, target, w, src = live[take], target[take], w[take], src[take]
+        pool.todo[live] = False
+        pool.target[live] = target
+        change = column_sums(target, w, k) - column_sums(src, w, k)
+        red = allreduce_sum(comm, np.concatenate([change.reshape(-1), [len(live)]]))
+        bw += red[:-1].reshape(bw.shape)
+        if red[-1] == 0 or not (bw > caps).any():
+            break
+    moved = np.flatnonzero(~pool.todo)
+    return pool.rows[moved], pool.target[moved]
+
+
+class Pool:
+    """The rebalancer's candidates in one round: the local vertices of every block found over
+    a cap so far, with their connections to the blocks (kept as int32 while they fit in
+    CACHE_ENTRIES, recomputed per step beyond that)."""
+
+    def __init__(self, ctx: Refinement, st: State) -> None:
+        self.ctx, self.st = ctx, st
+        self.covered = np.zeros(ctx.k, dtype=bool)
+        self.rows = np.zeros(0, dtype=np.int64)
+        self.todo = np.zeros(0, dtype=bool)
+        self.target = np.zeros(0, dtype=np.int64)
+        self.cache: "Optional[np.ndarray]" = np.zeros((0, ctx.k), dtype=np.int32)
+
+    def add_blocks(self, blocks: np.ndarray) -> None:
+        """Add the vertices (of some positive weight) of these blocks, once. Local."""
+        new = blocks & ~self.covered
+        if not new.any():
+            return
+        self.covered |= new
+        g, parts = self.ctx.g, self.st.ext[:self.ctx.g.nlocal]
+        rows = np.flatnonzero(new[parts] & (g.vwgt > 0).any(axis=1))
+        self.rows = np.concatenate([self.rows, rows])
+        self.todo = np.concatenate([self.todo, np.ones(len(rows), dtype=bool)])
+        self.target = np.concatenate([self.target, np.full(len(rows), -1, dtype=np.int64)])
+        if self.cache is not None and len(self.rows) * self.ctx.k <= CACHE_ENTRIES:
+            conn = [self.ctx.connections(self.st, rows[s]).astype(np.int32) for s in chunks(len(rows), self.ctx.k)]
+            self.cache = np.concatenate([self.cache, *conn])
+        else:
+            self.cache = None
+        self.w, self.src = g.vwgt[self.rows], parts[self.rows]
+
+    def connections(self, idx: np.ndarray) -> np.ndarray:
+        """Connections of pool entries `idx` to every block."""
+        if self.cache is not None:
+            return self.cache[idx]
+        return self.ctx.connections(self.st, self.rows[idx])
+
+
+def weight_classes(w: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """(class of each row, the distinct rows): the finest level has a handful of distinct
+    weight rows, so per-class tables replace per-vertex (rows x blocks x constraints) work."""
+    if len(w) == 0:
+        return np.zeros(0, dtype=np.int64), w
+    span = w.max(axis=0) + 1
+    if np.any(w < 0) or float(np.prod(span.astype(np.float64))) >= 2.0**62:
+        return np.arange(len(w), dtype=np.int64), w
+    code = w @ np.concatenate([[1], np.cumprod(span[:-1])]).astype(np.int64)
+    _, first, cls = np.unique(code, return_index=True, return_inverse=True)
+    return cls.reshape(-1).astype(np.int64), w[first]
 
 
 def within_room(comm: "Intracomm", keys: np.ndarray, target: np.ndarray, w: np.ndarray, room: np.ndarray,
@@ -284,27 +360,30 @@ def within_room(comm: "Intracomm", keys: np.ndarray, target: np.ndarray, w: np.n
     return ((w == 0) | (keys[:, None] < limit[target])).all(axis=1)
 
 
-def best_targets(w: np.ndarray, src: np.ndarray, conn: np.ndarray, bw: np.ndarray, caps: np.ndarray,
-                 hair: np.ndarray, avg: np.ndarray, excess: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-    """For each vertex (weights w, block src, connections conn to every block) of an
-    overloaded block: the target with the best cut gain among
-    moves that lower the total overload and leave the target within `hair` of its cap in
-    every constraint the vertex carries (-1 if none), and the move's priority: cut loss per
-    unit of overload removed. A target over cap in a constraint the vertex does not carry
-    still takes it: that rule is what lets every start converge."""
+def best_targets(cls: np.ndarray, classes: np.ndarray, src: np.ndarray, w: np.ndarray, conn: np.ndarray,
+                 bw: np.ndarray, caps: np.ndarray, hair: np.ndarray,
+                 avg: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """For each vertex (weight class cls of `classes`, block src, weights w, connections conn
+    to every block) of an overloaded block: the target with the best cut gain among moves
+    that lower the total overload and leave the target within `hair` of its cap in every
+    constraint the vertex carries (-1 if none), and the move's priority: cut loss per unit
+    of overload removed. A target over cap in a constraint the vertex does not carry still
+    takes it: that rule is what lets every start converge."""
     i = np.arange(len(src))
-    src_delta = ((np.maximum(bw[src] - w - caps, 0) - excess[src]) / avg).sum(axis=1)
-    after = bw[None, :, :] + w[:, None, :]                       # (n, k, ncon)
-    delta = src_delta[:, None] + ((np.maximum(after - caps, 0) - excess[None]) / avg).sum(axis=2)
-    fits = ((w[:, None, :] == 0) | (after <= caps + hair)).all(axis=2)
-    del after
-    valid = fits & (delta < -EPS)
+    excess = np.maximum(bw - caps, 0)
+    # Overload change of leaving src (per vertex) and of entering each block (per class).
+    leave = ((np.maximum(bw[src] - w - caps, 0) - excess[src]) / avg).sum(axis=1)
+    after = bw[None, :, :] + classes[:, None, :]                  # (classes, k, ncon)
+    enter = ((np.maximum(after - caps, 0) - excess[None]) / avg).sum(axis=2)
+    fits = ((classes[:, None, :] == 0) | (after <= caps + hair)).all(axis=2)
+    delta = leave[:, None] + enter[cls]
+    valid = fits[cls] & (delta < -EPS)
     valid[i, src] = False
     score = np.where(valid, conn, -1)
     top = score.max(axis=1)
     # Best connection first; among equals, the move that removes the most overload.
     tgt = np.where(score == top[:, None], delta, np.inf).argmin(axis=1)
     ok = top >= 0
-    loss = conn[i, src] - conn[i, tgt]
+    loss = conn[i, src].astype(np.int64) - conn[i, tgt]
     priority = np.where(ok, loss / np.where(ok, -delta[i, tgt], 1.0), 0.0)
     return np.where(ok, tgt, -1), priority
