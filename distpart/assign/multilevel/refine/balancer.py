@@ -373,9 +373,12 @@ def best_targets(cls: np.ndarray, classes: np.ndarray, src: np.ndarray, w: np.nd
     excess = np.maximum(bw - caps, 0)
     # Overload change of leaving src (per vertex) and of entering each block (per class).
     leave = ((np.maximum(bw[src] - w - caps, 0) - excess[src]) / avg).sum(axis=1)
-    after = bw[None, :, :] + classes[:, None, :]                  # (classes, k, ncon)
+    # The tables cover only the classes present (a coarse level may have one per vertex).
+    present, cls = np.unique(cls, return_inverse=True)
+    weights = classes[present]
+    after = bw[None, :, :] + weights[:, None, :]                  # (classes, k, ncon)
     enter = ((np.maximum(after - caps, 0) - excess[None]) / avg).sum(axis=2)
-    fits = ((classes[:, None, :] == 0) | (after <= caps + hair)).all(axis=2)
+    fits = ((weights[:, None, :] == 0) | (after <= caps + hair)).all(axis=2)
     delta = leave[:, None] + enter[cls]
     valid = fits[cls] & (delta < -EPS)
     valid[i, src] = False

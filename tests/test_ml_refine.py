@@ -1,0 +1,227 @@
+"""Jet and the multi-constraint rebalancer of `--method multilevel`, piece by piece, on one
+process (COMM_SELF): connections and gains, the afterburner on hand graphs, the overload,
+the distributed select against a sort, the rebalancer's target rule, and whole runs on a
+small grid checked against cuts and weights counted here."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+from distpart.assign.multilevel.graph import Halo, LevelGraph, block_caps
+from distpart.assign.multilevel.refine import balancer
+from distpart.assign.multilevel.refine.balancer import (Refinement, best_targets, connections,
+                                                        first_reaching, overload, priority_keys,
+                                                        rebalance, sortable, weight_classes)
+from distpart.assign.multilevel.refine.jet import afterburner, candidates, jet
+
+COMM = MPI.COMM_SELF
+
+
+def graph(n: int, edges, vwgt=None, adjwgt=None) -> "tuple[LevelGraph, Halo]":
+    """The symmetric graph of an undirected edge list (weights per edge), on one rank."""
+    edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+    w = np.ones(len(edges), dtype=np.int64) if adjwgt is None else np.asarray(adjwgt, dtype=np.int64)
+    src = np.concatenate([edges[:, 0], edges[:, 1]])
+    dst = np.concatenate([edges[:, 1], edges[:, 0]])
+    ww = np.concatenate([w, w])
+    order = np.lexsort((dst, src))
+    xadj = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(src, minlength=n), out=xadj[1:])
+    vwgt = np.ones((n, 1), dtype=np.int64) if vwgt is None else np.asarray(vwgt, dtype=np.int64)
+    g = LevelGraph(np.array([0, n], dtype=np.int64), xadj, dst[order], ww[order], vwgt).with_totals(COMM)
+    return g, Halo.build(COMM, g)
+
+
+def grid_edges(nx: int, ny: int) -> np.ndarray:
+    ids = np.arange(nx * ny).reshape(ny, nx)
+    return np.concatenate([np.stack([ids[:, :-1].ravel(), ids[:, 1:].ravel()], 1),
+                           np.stack([ids[:-1, :].ravel(), ids[1:, :].ravel()], 1)])
+
+
+def cut_of(edges: np.ndarray, parts: np.ndarray, w=None) -> int:
+    cut = parts[edges[:, 0]] != parts[edges[:, 1]]
+    return int(cut.sum() if w is None else np.asarray(w)[cut].sum())
+
+
+def weights_of(parts: np.ndarray, vwgt: np.ndarray, k: int) -> np.ndarray:
+    return np.stack([np.bincount(parts, weights=vwgt[:, c], minlength=k) for c in range(vwgt.shape[1])], 1)
+
+
+# ---------------------------------------------------------------- pure pieces
+
+def test_overload_counts_each_constraint_in_average_blocks() -> None:
+    bw = np.array([[110, 3], [90, 7], [100, 0]])
+    caps = np.array([105, 4])
+    avg = np.array([100.0, 10 / 3])
+    # Block 0 is 5 nodes over (0.05 of an average block); block 1 is 3 over in a column whose
+    # average block is 10/3: 0.9 of one.
+    assert overload(bw, caps, avg) == pytest.approx(0.05 + 0.9)
+    assert overload(np.minimum(bw, caps), caps, avg) == 0.0
+
+
+def test_sortable_keeps_the_order_of_floats() -> None:
+    x = np.array([-np.inf, -1e30, -3.5, -1.0, -1e-30, -0.0, 0.0, 1e-30, 0.25, 1.0, 7.0, 1e30, np.inf])
+    keys = sortable(x)
+    assert np.all(np.diff(keys) >= 0) and keys.min() >= 0 and keys.max() < 1 << balancer.QBITS
+    assert np.all(np.diff(sortable(np.array([-2.0, -1.0, 0.5, 2.0]))) > 0)   # far apart: strictly
+    keys = priority_keys(np.array([1.0, 1.0, -1.0]), np.array([5, 2, 9]), 4)
+    assert list(np.argsort(keys)) == [2, 1, 0]   # priority first, then the tie key
+
+
+def test_connections_and_candidates_on_a_hand_graph() -> None:
+    # 0-1 (w 3), 0-2 (w 1), 0-3 (w 1), 1-2 (w 2), 3-4 (w 5)
+    g, halo = graph(5, [[0, 1], [0, 2], [0, 3], [1, 2], [3, 4]], adjwgt=[3, 1, 1, 2, 5])
+    ext = np.array([0, 1, 1, 2, 2])
+    conn = connections(g, halo, ext, np.arange(5), 3)
+    assert conn.tolist() == [[0, 3 + 1, 1], [3, 2, 0], [1, 2, 0], [1, 0, 5], [0, 0, 5]]
+    target, gain = candidates(g, halo, ext, np.arange(5), 3, 0.25)
+    # 0 gains 4 by joining block 1, and 1 gains 1 by joining block 0. 2 would lose 1: a
+    # candidate only if -1 > -floor(0.25 * 2) = 0, no. 3 would lose 4; 4 has no other block.
+    assert target.tolist() == [1, 0, 1, 2, 2] and gain.tolist() == [4, 1, 0, 0, 0]
+    target, gain = candidates(g, halo, ext, np.arange(5), 3, 0.75)
+    # With c = 0.75: 2 needs -1 > -floor(1.5) = -1, no; 3 needs -4 > -floor(3.75) = -3, no.
+    assert target.tolist() == [1, 0, 1, 2, 2]
+    # 2 on a heavier own side: own 2 (c = 1) lets a loss of 1 through.
+    target, gain = candidates(g, halo, ext, np.array([2]), 3, 1.0)
+    assert target.tolist() == [0, 1, 0, 2, 2] and gain.tolist() == [0, 0, -1, 0, 0]   # only the rows asked
+
+
+def test_afterburner_assumes_higher_priority_neighbours_have_moved() -> None:
+    # A path 0-1-2-3: blocks [0, 1, 0, 1]. Vertices 1 and 2 both want to cross.
+    g, halo = graph(4, [[0, 1], [1, 2], [2, 3]])
+    ext = np.array([0, 1, 0, 1])
+    target = np.array([0, 0, 1, 1])
+    gain = np.array([0, 2, 2, 0])
+    cand = np.array([1, 2])
+    # Equal gains: the smaller tie key goes first. With 1 first, 1 still gains 2 (2 stays),
+    # while 2's move to block 1 now cuts its edge to 1 (gone to block 0): 2 gains 0.
+    assert afterburner(g, halo, ext, target, gain, np.array([0, 1, 2, 3]), cand).tolist() == [2, 0]
+    assert afterburner(g, halo, ext, target, gain, np.array([0, 2, 1, 3]), cand).tolist() == [0, 2]
+    # A higher gain goes first whatever the tie keys say.
+    gain = np.array([0, 2, 3, 0])
+    assert afterburner(g, halo, ext, target, gain, np.array([0, 1, 2, 3]), cand).tolist() == [0, 2]
+
+
+def test_first_reaching_matches_a_sort() -> None:
+    rng = np.random.default_rng(5)
+    n, groups, ncon, nbits = 3000, 5, 3, 30
+    keys = rng.choice(1 << nbits, n, replace=False).astype(np.int64)
+    grp = rng.integers(0, groups, n)
+    w = rng.integers(0, 4, (n, ncon)) * (rng.random((n, ncon)) < 0.6)
+    targets = rng.integers(-5, 1500, (groups, ncon))
+    targets[0, 0] = 10**9   # more than the group has
+    got = first_reaching(COMM, keys, grp, w, targets, nbits)
+    for gi in range(groups):
+        mine = np.flatnonzero(grp == gi)
+        mine = mine[np.argsort(keys[mine])]
+        for c in range(ncon):
+            want = -1
+            if targets[gi, c] > 0:
+                reach = np.flatnonzero(np.cumsum(w[mine, c]) >= targets[gi, c])
+                want = int(keys[mine[reach[0]]]) if len(reach) else 1 << nbits
+            assert got[gi, c] == want, (gi, c)
+
+
+def test_weight_classes() -> None:
+    w = np.array([[1, 0, 1], [1, 1, 0], [1, 0, 1], [1, 0, 0]])
+    cls, classes = weight_classes(w)
+    assert np.array_equal(classes[cls], w) and len(classes) == 3
+    big = np.array([[2**40, 2**40], [1, 2**40]])   # no single-integer code: one class per row
+    cls, classes = weight_classes(big)
+    assert np.array_equal(classes[cls], big)
+
+
+def test_a_block_over_in_a_constraint_the_vertex_does_not_carry_still_takes_it() -> None:
+    # Constraints (nodes, train); caps (10, 2). Block 0 is over in nodes, block 1 over in
+    # train, block 2 full in nodes. A non-train vertex of block 0 can only go to block 1.
+    bw = np.array([[12, 1], [8, 3], [10, 1]])
+    caps, hair, avg = np.array([10, 2]), np.array([0, 0]), np.array([10.0, 5 / 3])
+    w = np.array([[1, 0], [1, 1]])
+    conn = np.array([[5, 0, 3], [5, 0, 3]])   # both better connected to block 2
+    cls, classes = weight_classes(w)
+    target, priority = best_targets(cls, classes, np.array([0, 0]), w, conn, bw, caps, hair, avg)
+    assert target[0] == 1 and priority[0] == pytest.approx(5 / 0.1)
+    # The train vertex would push block 1 further over in train: no target lowers the overload.
+    assert target[1] == -1
+
+
+# ---------------------------------------------------------------- whole runs on one rank
+
+def noisy_strips(nx: int, ny: int, k: int, noise: float, seed: int) -> np.ndarray:
+    parts = (np.arange(nx * ny) // nx) * k // ny
+    rng = np.random.default_rng(seed)
+    flip = rng.random(nx * ny) < noise
+    parts[flip] = rng.integers(0, k, int(flip.sum()))
+    return parts.astype(np.int64)
+
+
+def test_state_cut_and_weights_are_exact() -> None:
+    edges = grid_edges(12, 9)
+    rng = np.random.default_rng(1)
+    vwgt = np.stack([np.ones(108), rng.integers(0, 3, 108)], 1).astype(np.int64)
+    w = rng.integers(1, 9, len(edges))
+    g, halo = graph(108, edges, vwgt, w)
+    parts = rng.integers(0, 3, 108)
+    st = Refinement(COMM, g, halo, 3, np.array([40, 40])).evaluate(COMM, parts)
+    assert st.cut == cut_of(edges, parts, w)
+    assert np.array_equal(st.bw, weights_of(parts, vwgt, 3))
+    border = np.zeros(108, dtype=bool)
+    cut = parts[edges[:, 0]] != parts[edges[:, 1]]
+    border[edges[cut].ravel()] = True
+    assert np.array_equal(st.border, border)
+
+
+def test_rebalance_meets_every_cap_from_a_lopsided_start() -> None:
+    nx = ny = 30
+    n, k = nx * ny, 4
+    edges = grid_edges(nx, ny)
+    rng = np.random.default_rng(2)
+    ids = np.arange(n)
+    # Types in a band of rows (structure-correlated), a sparse train mask.
+    vwgt = np.stack([np.ones(n), (ids // nx) < 9, rng.random(n) < 0.06], 1).astype(np.int64)
+    g, halo = graph(n, edges, vwgt)
+    caps = block_caps(g.total, k, 1.03)
+    parts = np.where(ids < n // 2, 0, rng.integers(0, k, n))   # block 0 holds 5/8 of everything
+    out = rebalance(COMM, g, halo, parts, k, caps, seed=3)
+    assert (weights_of(out, vwgt, k) <= caps).all(), (weights_of(out, vwgt, k), caps)
+    # It moves what it must, not everything.
+    assert (out != parts).sum() < 0.5 * n
+    assert np.array_equal(rebalance(COMM, g, halo, out, k, caps, seed=3), out)   # feasible: untouched
+
+
+def test_jet_cleans_a_noisy_partition_of_a_grid() -> None:
+    nx, ny, k = 40, 40, 4
+    edges = grid_edges(nx, ny)
+    rng = np.random.default_rng(4)
+    vwgt = np.stack([np.ones(nx * ny), rng.random(nx * ny) < 0.3, rng.random(nx * ny) < 0.05], 1).astype(np.int64)
+    g, halo = graph(nx * ny, edges, vwgt)
+    caps = block_caps(g.total, k, 1.05)
+    start = noisy_strips(nx, ny, k, 0.3, 5)
+    parts = rebalance(COMM, g, halo, start, k, caps)
+    out = jet(COMM, g, halo, parts, k, caps, seed=1, finest=True)
+    assert (weights_of(out, vwgt, k) <= caps).all()
+    # The strips cut 3 * 40 edges; the noise about 30x more. Jet gets most of the way back.
+    assert cut_of(edges, out) < 0.2 * cut_of(edges, start), (cut_of(edges, out), cut_of(edges, start))
+    # Another seed breaks ties differently but is as good, and a seed is repeatable.
+    again = jet(COMM, g, halo, parts, k, caps, seed=1, finest=True)
+    assert np.array_equal(out, again)
+
+
+def test_jet_on_a_coarse_level_caps_moves_into_full_blocks() -> None:
+    # Heavy vertices (weights 1..6) and two constraints: the capped path of coarse levels.
+    nx, ny, k = 30, 30, 3
+    n = nx * ny
+    edges = grid_edges(nx, ny)
+    rng = np.random.default_rng(6)
+    vwgt = np.stack([rng.integers(1, 7, n), rng.integers(0, 3, n)], 1).astype(np.int64)
+    g, halo = graph(n, edges, vwgt, rng.integers(1, 4, len(edges)))
+    caps = block_caps(g.total, k, 1.05)
+    start = rebalance(COMM, g, halo, rng.integers(0, k, n), k, caps)
+    out = jet(COMM, g, halo, start, k, caps, finest=False)
+    assert (weights_of(out, vwgt, k) <= caps).all()
+    w = g.adjwgt  # the cut in edge weights, counted from the rows
+    rows = g.rows()
+    cut = int(w[out[rows] != out[g.adjncy]].sum()) // 2
+    start_cut = int(w[start[rows] != start[g.adjncy]].sum()) // 2
+    assert cut < 0.5 * start_cut
