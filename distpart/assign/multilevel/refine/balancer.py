@@ -32,7 +32,7 @@ __all__ = ["rebalance", "overload", "Refinement", "State", "connections", "prior
 RADIX_BITS = 8                 # one Allreduced histogram of 256 buckets per select round
 QBITS = 20                     # bits of a float priority kept in a select key (float32's top 20)
 DENSE_ENTRIES = 1 << 21        # entries of one dense (rows x blocks [x constraints]) block at a time
-HAIR = 0.001                   # a target may end this fraction of an average block above its cap
+HAIR = 0.01                    # a target may end this fraction of an average block above its cap
 EPS = 1e-12                    # below any real change of normalised overload (>= 1 / total)
 STEPS = 8                      # select steps per rebalancer round
 CACHE_ENTRIES = 1 << 24        # candidates x blocks kept (int32) between the steps of a round
