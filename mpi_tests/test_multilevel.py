@@ -51,7 +51,7 @@ def test_pipeline_keeps_every_constraint(example_dir, tmp_path):
     for t in NTYPES:
         sizes = np.bincount(assign[t], minlength=NUM_PARTS)
         assert sizes.max() <= 1.05 * sizes.mean() + 1, (t, sizes)
-    mask = np.asarray(ref["node_feats"]["paper"]["train_mask"]).reshape(-1).astype(bool)
+    mask = np.asarray(ref["node_feats"][("paper", "train_mask")]).reshape(-1).astype(bool)
     train = np.bincount(assign["paper"][mask], minlength=NUM_PARTS)
     assert train.max() <= 1.05 * train.mean() + 1, train
     if "WARNING" not in run.stdout:   # edges per type met too: then the report agrees
