@@ -45,7 +45,7 @@ def test_sum_pairs_matches_unique_on_every_path(w_high, a_max):
     a = rng.integers(0, 50, 5000) * (a_max // 50)
     b = rng.integers(0, 40, 5000)
     w = rng.integers(0, w_high, 5000)
-    ua, ub, uw = sum_pairs(a, b, w, a_max, 40)
+    ua, ub, uw = sum_pairs(a, b.astype(np.int32), w, a_max, 40)   # 32-bit rows are allowed
     key, inv = np.unique(np.stack([a, b], 1), axis=0, return_inverse=True)
     want = np.zeros(len(key), dtype=np.int64)
     np.add.at(want, inv.ravel(), w)
@@ -149,6 +149,10 @@ def test_cluster_and_contract_on_one_rank():
     assert np.array_equal(coarse.rows(), cu) and np.array_equal(coarse.adjncy, cv)
     assert np.array_equal(coarse.adjwgt, w) and np.array_equal(coarse.vwgt, vw)
     assert np.array_equal(coarse.total, g.total)
+    # Contracting the rows in small pieces (each reduced, then merged) changes nothing.
+    small, f2c_small = contract(COMM, g, halo, labels, piece=1000)
+    assert np.array_equal(f2c_small, f2c) and np.array_equal(small.xadj, coarse.xadj)
+    assert np.array_equal(small.adjncy, coarse.adjncy) and np.array_equal(small.adjwgt, coarse.adjwgt)
 
 
 def test_isolated_and_rejected_vertices_are_grouped():

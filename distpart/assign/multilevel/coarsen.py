@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, List, Optional, Tuple
 
 import numpy as np
 
-from ...arrays import GOLDEN64, exclusive_cumsum, sorted_unique, splitmix64
+from ...arrays import GOLDEN64, sorted_unique, splitmix64
 from ...chunked.readers import block_bounds
-from ...mpi.exchange import allreduce_max, allreduce_sum, concat_ranges, exchange, exscan_sum, lookup
+from ...mpi.exchange import allreduce_max, allreduce_sum, exchange, exscan_sum, lookup
 from .graph import Halo, LevelGraph
 
 if TYPE_CHECKING:
@@ -43,6 +43,7 @@ TARGET_PER_BLOCK = 2000     # stop at about 2000 * k coarse vertices (design not
 MIN_SHRINK_PERCENT = 5      # ... or when a level removes fewer than 5% of the vertices
 MAX_LEVELS = 64
 ISOLATED_SPAN = 1 << 16     # isolated vertices are grouped within aligned spans of global IDs
+EDGE_PIECE = 1 << 20        # adjacency entries contracted at a time
 
 
 # ---------------------------------------------------------------- pure helpers
@@ -81,29 +82,38 @@ def sum_pairs(a: np.ndarray, b: np.ndarray, w: np.ndarray, a_max: int, b_max: in
     When a, b and the weights fit in 63 bits together they are packed into one int64 and
     sorted by value (several times faster than an argsort); otherwise the pairs are argsorted
     by a packed key, or lexsorted. All three give the same result."""
-    a = np.asarray(a, dtype=np.int64)
-    b = np.asarray(b, dtype=np.int64)
     w = np.asarray(w, dtype=np.int64)
-    if len(a) == 0:
-        return a[:0].copy(), b[:0].copy(), w[:0].copy()
+    if len(w) == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int64), w[:0].copy()
     ab, bb = _bits(a_max), _bits(b_max)
-    w_max = int(w.max())
-    wb = _bits(w_max)
+    wb = _bits(int(w.max()))
     if ab + bb + wb <= 63 and int(w.min()) >= 0:
-        packed = np.sort((((a << bb) | b) << wb) | w)
-        key, ws = packed >> wb, packed & np.int64((1 << wb) - 1)
-        del packed
+        # In place, and a or b may be 32-bit: these are a batch's or a level's adjacency entries.
+        key = np.left_shift(a, bb + wb, dtype=np.int64)
+        key |= np.left_shift(b, wb, dtype=np.int64)
+        key |= w
+        del a, b
+        key.sort()
+        ws = key & np.int64((1 << wb) - 1)
+        key >>= wb
     elif ab + bb <= 63:
-        key = (a << bb) | b
+        key = np.left_shift(a, bb, dtype=np.int64)
+        key |= np.asarray(b, dtype=np.int64)
         order = np.argsort(key)
         key, ws = key[order], w[order]
+        del order
     else:
+        a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
         order = np.lexsort((b, a))
         sa, sb, ws = a[order], b[order], w[order]
-        starts = np.flatnonzero(np.concatenate([[True], (sa[1:] != sa[:-1]) | (sb[1:] != sb[:-1])]))
+        new = np.empty(len(sa), dtype=bool)
+        new[0] = True
+        new[1:] = (sa[1:] != sa[:-1]) | (sb[1:] != sb[:-1])
+        starts = np.flatnonzero(new)
         return sa[starts], sb[starts], np.add.reduceat(ws, starts)
-    starts = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]]))
+    starts = segment_starts(key)
     sums = np.add.reduceat(ws, starts)
+    del ws
     key = key[starts]
     return key >> bb, key & np.int64((1 << bb) - 1), sums
 
@@ -112,32 +122,33 @@ def segment_starts(sorted_ids: np.ndarray) -> np.ndarray:
     """Index of the first element of each run of equal values in a sorted array."""
     if len(sorted_ids) == 0:
         return np.empty(0, dtype=np.int64)
-    return np.flatnonzero(np.concatenate([[True], sorted_ids[1:] != sorted_ids[:-1]]))
+    new = np.empty(len(sorted_ids), dtype=bool)
+    new[0] = True
+    np.not_equal(sorted_ids[1:], sorted_ids[:-1], out=new[1:])
+    return np.flatnonzero(new)
 
 
 def best_moves(row: np.ndarray, lab: np.ndarray, w: np.ndarray, own: np.ndarray, fits: np.ndarray
                ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each row's best move, from its connection weights to neighbouring clusters.
 
-    (row, lab, w) are sorted by (row, lab), one entry per (row, cluster); own[r] is row r's
+    (row, lab, w) hold one entry per (row, cluster), in any order; own[r] is row r's
     cluster, fits[i] whether entry i's cluster can take the row's vertex under the cap.
     A row moves to the heaviest cluster that fits if that is strictly heavier than its
     connection to its own cluster (ties favour staying, then the smaller label).
-    Returns (rows that move, their target clusters, gains = target weight - own weight)."""
-    if len(row) == 0:
-        e = np.empty(0, dtype=np.int64)
-        return e, e.copy(), e.copy()
+    Returns (rows that move, ascending; their target clusters; gains = target weight - own
+    weight)."""
     is_own = lab == own[row]
     own_w = np.zeros(len(own), dtype=np.int64)
     own_w[row[is_own]] = w[is_own]
     score = np.where(fits & ~is_own, w, -1)
-    starts = segment_starts(row)
     best = np.full(len(own), -1, dtype=np.int64)
-    best[row[starts]] = np.maximum.reduceat(score, starts)
-    win = np.flatnonzero((score == best[row]) & (score > own_w[row]))
-    win = win[segment_starts(row[win])]   # the first, i.e. the smallest label, of each row
-    rows = row[win]
-    return rows, lab[win], w[win] - own_w[rows]
+    np.maximum.at(best, row, score)
+    win = (score == best[row]) & (score > own_w[row])
+    target = np.full(len(own), np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(target, row[win], lab[win])
+    rows = np.flatnonzero(best > own_w)
+    return rows, target[rows], best[rows] - own_w[rows]
 
 
 def admit(to: np.ndarray, gain: np.ndarray, gid: np.ndarray, w: np.ndarray, current: np.ndarray,
@@ -196,39 +207,48 @@ def pack_groups(group: np.ndarray, w: np.ndarray, cap: np.ndarray) -> np.ndarray
 
 # ---------------------------------------------------------------- label propagation
 
-def _connections(g: LevelGraph, halo: Halo, ext_labels: np.ndarray, members: np.ndarray
+def _connections(g: LevelGraph, halo: Halo, ext_labels: np.ndarray, rows: np.ndarray, entries: np.ndarray
                  ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(batch row, cluster, connection weight) of `members` (local vertices), sorted."""
-    deg = np.diff(g.xadj)[members]
-    entries = concat_ranges(g.xadj[members], deg)
-    rows = np.repeat(np.arange(len(members), dtype=np.int64), deg)
-    return sum_pairs(rows, ext_labels[halo.col[entries]], g.adjwgt[entries], max(len(members) - 1, 0), g.n)
+    """(cluster, local row, connection weight) of the adjacency `entries` (rows[i] is entry
+    i's row), one per (cluster, row), sorted by cluster: each cluster's entries are then
+    one run, so candidate clusters need no search."""
+    return sum_pairs(ext_labels[halo.col[entries]], rows[entries], g.adjwgt[entries], max(g.n - 1, 0),
+                     max(g.nlocal - 1, 0))
+
+
+def _runs(sorted_ids: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """(distinct values, index of each element's value among them) of a sorted array."""
+    starts = segment_starts(sorted_ids)
+    first = np.zeros(len(sorted_ids), dtype=np.int64)
+    first[starts[1:]] = 1
+    return sorted_ids[starts], np.cumsum(first)
 
 
 def _lp_batch(comm: "Intracomm", g: LevelGraph, halo: Halo, labels: np.ndarray, cw: np.ndarray,
-              members: np.ndarray, cap: np.ndarray) -> int:
-    """One synchronous LP step of the vertices `members` (local indices): choose, request,
-    admit, apply. Updates `labels` and `cw` (weights and member count of the clusters named
-    by this rank's vertices) in place; returns the number of local vertices moved."""
+              rows: np.ndarray, entries: np.ndarray, cap: np.ndarray) -> int:
+    """One synchronous LP step of the vertices whose adjacency `entries` are given: choose,
+    request, admit, apply. Updates `labels` and `cw` (weights and member count of the
+    clusters named by this rank's vertices) in place; returns the number of local vertices
+    moved."""
     lo, ncon = g.first(comm), g.ncon
     ext = halo.extend(comm, labels)
-    row, lab, w = _connections(g, halo, ext, members)
+    lab, row, w = _connections(g, halo, ext, rows, entries)
     del ext
-    own = labels[members]
     # Only a cluster heavier than the own one can win: look up just those clusters' weights.
-    own_w = np.zeros(len(members), dtype=np.int64)
-    is_own = lab == own[row]
+    is_own = lab == labels[row]
+    own_w = np.zeros(g.nlocal, dtype=np.int64)
     own_w[row[is_own]] = w[is_own]
-    useful = (w > own_w[row]) & ~is_own
-    row, lab, w, is_own = row[useful | is_own], lab[useful | is_own], w[useful | is_own], is_own[useful | is_own]
-    cands = sorted_unique(lab[~is_own])
+    keep = np.flatnonzero(is_own | (w > own_w[row]))
+    lab, row, w, is_own = lab[keep], row[keep], w[keep], is_own[keep]
+    del keep, own_w
+    other = np.flatnonzero(~is_own)
+    cands, idx = _runs(lab[other])
     cand_w = lookup(comm, cands, g.vtxdist, cw[:, :ncon])
     fits = np.ones(len(lab), dtype=bool)
-    other = np.flatnonzero(~is_own)
-    idx = np.searchsorted(cands, lab[other])
-    fits[other] = np.all(cand_w[idx] + g.vwgt[members[row[other]]] <= cap, axis=1)
-    mrow, target, gain = best_moves(row, lab, w, own, fits)
-    movers = members[mrow]
+    fits[other] = np.all(cand_w[idx] + g.vwgt[row[other]] <= cap, axis=1)
+    del cand_w, idx, other, is_own
+    movers, target, gain = best_moves(row, lab, w, labels, fits)
+    del lab, row, w, fits
     src = labels[movers]
     # A cluster whose only member leaves for a smaller label takes no one this step: of two
     # lone vertices that want each other, the larger joins the smaller instead of both swapping.
@@ -259,27 +279,27 @@ def _lp_batch(comm: "Intracomm", g: LevelGraph, halo: Halo, labels: np.ndarray, 
 
 
 def _merge_lonely(comm: "Intracomm", g: LevelGraph, halo: Halo, labels: np.ndarray, cw: np.ndarray,
-                  cap: np.ndarray) -> int:
+                  cap: np.ndarray, rows: np.ndarray) -> int:
     """Group vertices still alone in their cluster: those that most want the same cluster
     (two-hop neighbours), and isolated vertices within aligned spans of global IDs, in
     chunks under the cap. A chunk takes the (unshared) label of its smallest vertex.
     Returns the number of local vertices relabelled."""
     lo, ncon = g.first(comm), g.ncon
     size = lookup(comm, labels, g.vtxdist, cw[:, ncon])
-    lonely = np.flatnonzero(size == 1)
-    deg = np.diff(g.xadj)[lonely]
-    linked, isolated = lonely[deg > 0], lonely[deg == 0]
+    lonely = size == 1
+    deg = np.diff(g.xadj)
+    linked, isolated = np.flatnonzero(lonely & (deg > 0)), np.flatnonzero(lonely & (deg == 0))
     ext = halo.extend(comm, labels)
-    row, lab, w = _connections(g, halo, ext, linked)
+    lab, row, w = _connections(g, halo, ext, rows, np.flatnonzero(lonely[rows]))
     del ext
     # The favourite: the heaviest neighbouring cluster, ties to the smaller label (a lonely
     # vertex has no neighbour in its own cluster, so every entry is another cluster).
-    starts = segment_starts(row)
-    best = np.maximum.reduceat(w, starts) if len(w) else w
-    top = np.flatnonzero(w == np.repeat(best, np.diff(np.append(starts, len(w)))))
-    top = top[segment_starts(row[top])]
-    favourite = np.empty(len(linked), dtype=np.int64)
-    favourite[row[top]] = lab[top]
+    best = np.full(g.nlocal, -1, dtype=np.int64)
+    np.maximum.at(best, row, w)
+    top = w == best[row]
+    favourite = np.full(g.nlocal, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(favourite, row[top], lab[top])
+    favourite = favourite[linked]
     iso_gid = isolated + lo
     keys = np.concatenate([favourite, -1 - iso_gid // ISOLATED_SPAN])
     dest = np.concatenate([g.owner(favourite), g.owner(iso_gid - iso_gid % ISOLATED_SPAN)])
@@ -311,25 +331,28 @@ def cluster(comm: "Intracomm", g: LevelGraph, halo: Halo, max_weight: np.ndarray
     cap = np.asarray(max_weight, dtype=np.int64).reshape(g.ncon)
     # Weight and member count of the cluster named by each local vertex.
     cw = np.column_stack([g.vwgt, np.ones(g.nlocal, dtype=np.int64)])
+    # The row of every adjacency entry, 32-bit where it fits: with the halo's columns this is
+    # what label propagation adds to the graph's own memory.
+    rows = np.repeat(np.arange(g.nlocal, dtype=np.int32 if g.nlocal < 2**31 else np.int64), np.diff(g.xadj))
     for rnd in range(rounds):
-        batch = batch_of(gids, round_key(seed, level, rnd), batches)
-        order = np.argsort(batch, kind="stable")
-        bounds = np.searchsorted(batch[order], np.arange(batches + 1))
+        batch = batch_of(gids, round_key(seed, level, rnd), batches).astype(np.int8)
+        entry_batch = batch[rows]
         moved = 0
         for b in range(batches):
-            moved += _lp_batch(comm, g, halo, labels, cw, order[bounds[b]:bounds[b + 1]], cap)
+            moved += _lp_batch(comm, g, halo, labels, cw, rows, np.flatnonzero(entry_batch == b), cap)
             left, moves = allreduce_sum(comm, np.array([np.count_nonzero(cw[:, -1]), moved]))
             if left <= stop_at:
                 return labels
+        del entry_batch
         if moves == 0:
             break
-    _merge_lonely(comm, g, halo, labels, cw, cap)
+    _merge_lonely(comm, g, halo, labels, cw, cap, rows)
     return labels
 
 
 # ---------------------------------------------------------------- contraction
 
-def contract(comm: "Intracomm", g: LevelGraph, halo: Halo, labels: np.ndarray
+def contract(comm: "Intracomm", g: LevelGraph, halo: Halo, labels: np.ndarray, piece: int = EDGE_PIECE
              ) -> Tuple[LevelGraph, np.ndarray]:
     """The graph of the clusters: one coarse vertex per distinct label, numbered by the
     label's rank among all labels (ascending), its weight the sum of its members', an edge
@@ -365,13 +388,24 @@ def contract(comm: "Intracomm", g: LevelGraph, halo: Halo, labels: np.ndarray
 
     # Edges: both ends mapped, inside-cluster edges dropped, duplicates summed here and at
     # the owner of the row (every rank sent its rows sorted; the owner merges them).
+    # The local rows go in pieces of about `piece` entries, each reduced at once, so the
+    # temporaries stay small next to the graph (coarse rows are far fewer than fine ones).
     ext = halo.extend(comm, fine_to_coarse)
-    cu = fine_to_coarse[g.rows()]
-    cv = ext[halo.col]
+    cuts = np.searchsorted(g.xadj, np.arange(1, -(-len(g.adjncy) // piece)) * piece)
+    bounds = sorted_unique(np.concatenate([[0], cuts, [g.nlocal]]))
+    pieces = []
+    for r0, r1 in zip(bounds[:-1], bounds[1:]):
+        e0, e1 = g.xadj[r0], g.xadj[r1]
+        cu = np.repeat(fine_to_coarse[r0:r1], np.diff(g.xadj[r0:r1 + 1]))
+        cv = ext[halo.col[e0:e1]]
+        keep = cu != cv
+        pieces.append(sum_pairs(cu[keep], cv[keep], g.adjwgt[e0:e1][keep], max(nc - 1, 0), max(nc - 1, 0)))
+        del cu, cv, keep
     del ext
-    keep = cu != cv
-    cu, cv, w = sum_pairs(cu[keep], cv[keep], g.adjwgt[keep], max(nc - 1, 0), max(nc - 1, 0))
-    del keep
+    cu, cv, w = (np.concatenate([p[i] for p in pieces]) if pieces else np.empty(0, np.int64) for i in range(3))
+    if len(pieces) > 1:
+        cu, cv, w = sum_pairs(cu, cv, w, max(nc - 1, 0), max(nc - 1, 0))
+    del pieces
     (ru, rv, rw), counts = exchange(comm, owner(cu), [cu, cv, w])
     del cu, cv, w
     if np.count_nonzero(counts) > 1:
