@@ -36,6 +36,8 @@ HAIR = 0.01                    # a target may end this fraction of an average bl
 EPS = 1e-12                    # below any real change of normalised overload (>= 1 / total)
 STEPS = 8                      # select steps per rebalancer round
 CACHE_ENTRIES = 1 << 24        # candidates x blocks kept (int32) between the steps of a round
+HUB_DEGREE = 256               # the rebalancer prices moves of vertices above this degree
+HUB_FACTOR = 8                 # (or this many times the average) by their degree alone
 PATIENCE = 3                   # rebalancer rounds without less overload before it gives up
 MAX_ROUNDS = 100
 
@@ -71,6 +73,15 @@ def connections(g: LevelGraph, halo: Halo, ext: np.ndarray, rows: np.ndarray, k:
     key = np.repeat(np.arange(len(rows), dtype=np.int64) * k, deg) + ext[halo.col[idx]]
     sums = np.bincount(key, weights=g.adjwgt[idx], minlength=len(rows) * k)
     return np.rint(sums).astype(np.int64).reshape(len(rows), k)
+
+
+def segment_sums(xadj: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """(nlocal,) int64 sum of `values` over each row's adjacency entries."""
+    out = np.zeros(len(xadj) - 1, dtype=np.int64)
+    nonempty = np.flatnonzero(xadj[1:] > xadj[:-1])
+    if len(nonempty):
+        out[nonempty] = np.add.reduceat(np.asarray(values, dtype=np.int64), xadj[nonempty])
+    return out
 
 
 def border_rows(xadj: np.ndarray, diff: np.ndarray) -> np.ndarray:
@@ -186,8 +197,10 @@ class Refinement:
         self.total = np.asarray(total, dtype=np.int64)
         self.avg = np.maximum(self.total, 1) / self.k   # an all-zero column has nothing to balance
         self.hair = np.ceil(HAIR * self.avg).astype(np.int64)
-        self.rows = g.rows()
-        self.wdeg = np.rint(np.bincount(self.rows, weights=g.adjwgt, minlength=g.nlocal)).astype(np.int64)
+        self.deg = np.diff(g.xadj)
+        self.wdeg = segment_sums(g.xadj, g.adjwgt)
+        arcs = int(allreduce_sum(comm, np.array([len(g.adjncy)]))[0])
+        self.hub_degree = max(HUB_DEGREE, HUB_FACTOR * arcs // max(g.n, 1))
         # Ties go by a seeded permutation of global IDs: unique, and the same for any R.
         self.tie = keyed_permutation(halo.ext_ids(g, comm), max(g.n, 1), seed)
         self.cls, self.classes = weight_classes(g.vwgt)
@@ -195,10 +208,14 @@ class Refinement:
         self.nbits = QBITS + self.gbits
 
     def connections(self, st: "State", rows: np.ndarray) -> np.ndarray:
-        """`connections` of the given rows: summed over edges for border rows, the weighted
-        degree to the own block for the others (most rows of a good partition)."""
+        """The rebalancer's `connections` of the given rows: summed over edges for border
+        rows, the weighted degree to the own block for the others (most rows of a good
+        partition) and for hubs. A hub's move would cut most of its edges whatever the
+        target: taking its degree as its loss ranks it last, as it belongs, without passing
+        over the edges that half of RMAT's adjacency lies in (KaMinPar's node balancer
+        leaves hubs out altogether)."""
         conn = np.zeros((len(rows), self.k), dtype=np.int64)
-        b = st.border[rows]
+        b = st.border[rows] & (self.deg[rows] <= self.hub_degree)
         conn[b] = connections(self.g, self.halo, st.ext, rows[b], self.k)
         inner = rows[~b]
         conn[np.flatnonzero(~b), st.ext[inner]] = self.wdeg[inner]
@@ -209,7 +226,7 @@ class Refinement:
         counters summed over ranks in one Allreduce. Collective."""
         g, k = self.g, self.k
         ext = self.halo.extend(comm, np.asarray(parts, dtype=np.int64))
-        diff = ext[self.halo.col] != ext[self.rows]
+        diff = ext[self.halo.col] != np.repeat(ext[:g.nlocal], self.deg)
         local = np.concatenate([column_sums(ext[:g.nlocal], g.vwgt, k).reshape(-1),
                                 [int(g.adjwgt[diff].sum())], np.asarray(extra, dtype=np.int64)])
         red = allreduce_sum(comm, local)
