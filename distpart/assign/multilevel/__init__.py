@@ -61,7 +61,11 @@ def multilevel_assignment(comm: "Intracomm", meta: "GraphMeta", num_parts: int, 
     g = LevelGraph(csr.vtxdist, csr.xadj, csr.adjncy, np.ones(len(csr.adjncy), dtype=np.int64), vwgt)
     del csr, vwgt
     g.with_totals(comm)
-    parts = multilevel_partition(comm, g, num_parts, balance.imbalance, seed, max_bytes, progress)
+    timings: dict = {}
+    parts = multilevel_partition(comm, g, num_parts, balance.imbalance, seed, max_bytes, progress, timings)
+    progress.say(f"multilevel: {timings['levels']} levels, coarsest {timings['coarse_n']} vertices; coarsening "
+                 f"{timings['coarsen_s']:.1f} s, initial partition {timings['initial_s']:.1f} s, refinement "
+                 f"{timings['refine_s']:.1f} s")
     weights = block_weights(comm, g, parts, num_parts)
     for text in unmet_constraints(weights, g.total, names, num_parts, balance.imbalance):
         if comm.Get_rank() == 0:
