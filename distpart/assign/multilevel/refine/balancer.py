@@ -29,8 +29,8 @@ if TYPE_CHECKING:
 __all__ = ["rebalance", "overload", "Refinement", "State", "connections", "priority_keys", "first_reaching",
            "within_room"]
 
-RADIX_BITS = 8                 # one Allreduced histogram of 256 buckets per select round
-QBITS = 20                     # bits of a float priority kept in a select key (float32's top 20)
+HIST_ENTRIES = 1 << 15         # int64 entries of one select round's Allreduce (sets its radix)
+QBITS = 16                     # bits of a float priority kept in a select key (float32's top 16)
 DENSE_ENTRIES = 1 << 21        # entries of one dense (rows x blocks [x constraints]) block at a time
 HAIR = 0.01                    # a target may end this fraction of an average block above its cap
 EPS = 1e-12                    # below any real change of normalised overload (>= 1 / total)
@@ -110,51 +110,59 @@ def column_sums(groups: np.ndarray, weights: np.ndarray, ngroups: int) -> np.nda
 # ---------------------------------------------------------------- distributed select
 
 def first_reaching(comm: "Intracomm", keys: np.ndarray, groups: np.ndarray, weights: np.ndarray,
-                   targets: np.ndarray, nbits: int) -> np.ndarray:
-    """For each group g and constraint c: the smallest key K such that the items of group g,
-    over all ranks, with key <= K weigh at least targets[g, c] in column c. -1 where
-    targets[g, c] <= 0 (nothing needed); 2**nbits where all of the group falls short.
+                   targets: np.ndarray, nbits: int) -> Tuple[np.ndarray, np.ndarray]:
+    """Where, in each group g, the items in key order first weigh targets[g, c] in column c:
+    (lo, hi), each (G, C), such that the items of g (over all ranks) with key < lo weigh less
+    than the target and those with key < hi at least the target, and no item of positive
+    weight in c has a key in [lo, hi) but the one that reaches it. lo = hi = 0 where
+    targets[g, c] <= 0 (nothing needed); lo = hi = 2**nbits where the whole group falls short.
 
     keys: (m,) int64 in [0, 2**nbits), unique over all ranks; groups: (m,) in [0, G);
-    weights: (m, C) int64 >= 0; targets: (G, C). Collective: an MSD radix select, one
-    Allreduce of a (C, G, 256) histogram per 8 bits of key, the same on every rank."""
+    weights: (m, C) int64 >= 0. Collective: an MSD radix select, one Allreduce of weight and
+    count histograms per digit, ending early where one item is left in the bucket."""
     targets = np.asarray(targets, dtype=np.int64)
     ngroups, ncon = targets.shape
-    radix = 1 << RADIX_BITS
-    rounds = max(1, -(-nbits // RADIX_BITS))
-    result = np.full((ngroups, ncon), -1, dtype=np.int64)
+    bits = int(np.clip(np.log2(max(HIST_ENTRIES // (2 * ngroups * ncon), 1)), 4, 12))
+    lo = np.zeros((ngroups, ncon), dtype=np.int64)
+    hi = np.where(targets > 0, 1 << nbits, 0)
     open_ = targets > 0
-    prefix = np.zeros((ngroups, ncon), dtype=np.int64)
-    below = np.zeros((ngroups, ncon), dtype=np.int64)   # weight of the items under the prefix
-    # Per constraint, the items still inside their problem's prefix: fewer every round.
+    below = np.zeros((ngroups, ncon), dtype=np.int64)   # weight of the items under lo
+    # Per constraint, the items still inside their problem's range: fewer every round.
     items = [np.flatnonzero(open_[groups, c] & (weights[:, c] > 0)) for c in range(ncon)]
-    for r in range(rounds):
-        if not open_.any():   # decided from Allreduced sums: every rank leaves together
-            break
-        shift = RADIX_BITS * (rounds - 1 - r)
-        hist = np.zeros((ncon, ngroups * radix), dtype=np.int64)
+    rem = nbits   # bits of the key below the common prefix [lo, lo + 2**rem)
+    while open_.any() and rem > 0:   # open_ comes from Allreduced sums: the same on every rank
+        step = min(bits, rem)
+        rem -= step
+        radix = 1 << step
+        hist = np.zeros((2, ncon, ngroups * radix), dtype=np.int64)
         for c in range(ncon):
             i = items[c]
             grp = groups[i]
-            keep = open_[grp, c] & ((keys[i] >> (shift + RADIX_BITS)) == prefix[grp, c])
+            keep = open_[grp, c] & (keys[i] >= lo[grp, c]) & (keys[i] < hi[grp, c])
             i, grp = i[keep], grp[keep]
             items[c] = i
             if len(i):
-                digit = (keys[i] >> shift) & (radix - 1)
-                hist[c] = np.rint(np.bincount(grp * radix + digit, weights=weights[i, c],
-                                              minlength=ngroups * radix))
-        hist = allreduce_sum(comm, hist).reshape(ncon, ngroups, radix).transpose(1, 0, 2)
-        cum = below[:, :, None] + np.cumsum(hist, axis=2)
+                at = grp * radix + ((keys[i] - lo[grp, c]) >> rem)
+                hist[0, c] = np.rint(np.bincount(at, weights=weights[i, c], minlength=ngroups * radix))
+                hist[1, c] = np.bincount(at, minlength=ngroups * radix)
+        hist = allreduce_sum(comm, hist).reshape(2, ncon, ngroups, radix).transpose(0, 2, 1, 3)
+        weight, count = hist[0], hist[1]
+        cum = below[:, :, None] + np.cumsum(weight, axis=2)
         reach = cum >= targets[:, :, None]
         hit = reach.any(axis=2)
         d = reach.argmax(axis=2)
-        result[open_ & ~hit] = 1 << nbits   # only in the first round: the whole group is short
+        short = open_ & ~hit   # only in the first round: the whole group falls short
+        lo[short] = hi[short] = 1 << nbits
         open_ &= hit
-        under = (np.take_along_axis(cum, d[:, :, None], 2) - np.take_along_axis(hist, d[:, :, None], 2))[:, :, 0]
+        at = d[:, :, None]
+        under = (np.take_along_axis(cum, at, 2) - np.take_along_axis(weight, at, 2))[:, :, 0]
+        alone = np.take_along_axis(count, at, 2)[:, :, 0] == 1
         below = np.where(open_, under, below)
-        prefix = np.where(open_, (prefix << RADIX_BITS) | d, prefix)
-    result[open_] = prefix[open_]
-    return result
+        start = lo + (d << rem)
+        lo = np.where(open_, start, lo)
+        hi = np.where(open_, start + (1 << rem), hi)
+        open_ &= ~alone
+    return lo, hi
 
 
 # ---------------------------------------------------------------- one call's facts and states
@@ -299,8 +307,8 @@ def balance_moves(comm: "Intracomm", ctx: Refinement, st: State) -> Tuple[np.nda
         keys = priority_keys(priority, ctx.tie[pool.rows[live]], ctx.gbits)
         # Per overloaded block and constraint it is over in, the cheapest moves carrying
         # that constraint until its excess there is covered.
-        upto = first_reaching(comm, keys, src, w, excess, ctx.nbits)
-        take = ((w > 0) & (keys[:, None] <= upto[src])).any(axis=1)
+        _, upto = first_reaching(comm, keys, src, w, excess, ctx.nbits)
+        take = ((w > 0) & (keys[:, None] < upto[src])).any(axis=1)
         live, target, keys, w, src = live[take], target[take], keys[take], w[take], src[take]
         # Per target, the cheapest of those while it stays within a hair of its cap.
         take = within_room(comm, keys, target, w, np.maximum(caps + ctx.hair - bw, 0), ctx.nbits)
@@ -373,7 +381,7 @@ def within_room(comm: "Intracomm", keys: np.ndarray, target: np.ndarray, w: np.n
     constraint, the moves carrying it while their sum stays within the target's room. A move
     is made if it fits in every constraint it carries; one that does not carry a constraint
     never waits for it. Collective."""
-    limit = first_reaching(comm, keys, target, w, room + 1, nbits)
+    limit, _ = first_reaching(comm, keys, target, w, room + 1, nbits)
     return ((w == 0) | (keys[:, None] < limit[target])).all(axis=1)
 
 
