@@ -1,7 +1,7 @@
 """The multi-constraint rebalancer, and the pieces of refinement Jet (`jet.py`) shares with it.
 
 Shared pieces, in reading order: `overload` (the quantity the rebalancer descends on),
-`Refinement` (the fixed facts of one call: adjacency rows, tie keys, caps, and `evaluate`,
+`Refinement` (the fixed facts of one call: degrees, tie keys, caps, and `evaluate`,
 which refreshes the ghosts' blocks and reduces block weights and the cut in one Allreduce),
 `connections` (each vertex's edge weight to each block), `priority_keys` and
 `first_reaching` (a distributed weighted select: the global prefix of a priority order, per
