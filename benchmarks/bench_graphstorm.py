@@ -12,12 +12,21 @@ with TOOLS = `distpart tools-path`, then DGL 2.1.0's `tools/` folder (not in DGL
 it from a checkout, `git clone --depth 1 -b v2.1.0 https://github.com/dmlc/dgl`, and pass
 `--dgl-tools dgl/tools`). Everything else is the same for both: the input, the partition
 count, the environment (PATH starts with the DGL environment's bin, so GraphStorm's `python3`
-has DGL, torch and pydantic, which DGL's dispatch_data.py and launcher import; this clone is on
-PYTHONPATH, so `--python-path`, GraphStorm's own interpreter, runs distpart's ranks), and the
+has DGL, torch and pydantic, which DGL's dispatch_data.py and launcher import), and the
 `ssh` both launchers use (a wrapper on PATH and Open MPI's rsh agent: the hosts' ssh config,
 and `export GLOO_SOCKET_IFNAME=eth0;` before the remote command, since the namespaces'
 hostnames do not resolve and DGL's gloo would otherwise bind to loopback; distpart's ranks
 ignore it).
+
+Which Python runs distpart's ranks (`--distpart-ranks`): `venv` (default) leaves GraphStorm's
+interpreter without distpart, so the tools fall back to this clone's `.venv` (distpart in its
+own environment, pyarrow 26); `dgl` puts this clone on PYTHONPATH, so `--python-path`,
+GraphStorm's own interpreter (the DGL environment, pyarrow 17.0.0), runs them. With pyarrow
+17.0.0, distpart's buffered Parquet reads (pre_buffer=False, buffer_size=256 KiB, used for
+column chunks over 1 MiB) return a varying, too small number of rows for a list<float> column
+whose dictionary page is larger than the buffer (seen on this benchmark's user:follows:user
+weight files at the default size: "row group 0 holds 113513 rows but its footer says 113698";
+pyarrow 26 reads the same file right), so `dgl` fails at the default size.
 
 The input is `write_gsprocessing_graph`'s at the sizes given, with every edge feature re-cut
 to its edge type's structure files, as GSProcessing's repartition step leaves it: DGL 2.1's
@@ -30,6 +39,8 @@ own figure for its dispatch step ("DGL graph building took"). DGL's launcher som
 returns after its ranks have finished: a run still going `--hang-grace` seconds after its last
 rank exited is killed and reported as hung, with the time its output was complete. Each output
 is then checked against the input with `distpart verify` (both are DGL's partition format).
+A run still going `--hang-grace` seconds after its log said "error:" or printed a traceback is
+killed too ("hung after an error").
 
     sudo .venv/bin/python benchmarks/bench_graphstorm.py --dgl-tools /tmp/dgl/tools
     sudo .venv/bin/python benchmarks/bench_graphstorm.py --dgl-tools /tmp/dgl/tools --users 2000000 \\
@@ -60,6 +71,9 @@ GRAPHSTORM = "graphstorm.gpartition.dist_partition_graph"
 METADATA = "updated_row_counts_metadata.json"
 DEFAULT_DGL_PYTHON = "/var/cache/distpart/dgl-2.1.0/bin/python"
 
+# A line saying a step failed (distpart's "...: error: ...", a Python traceback).
+ERROR_LINE = re.compile(r"^\S+: error: |^Traceback ", re.M)
+
 # ssh as both launchers call it: the test hosts' config, and DGL's gloo told its interface.
 SSH_WRAPPER = r'''#!{python} -S
 import os, sys
@@ -87,6 +101,8 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--follows", type=int, default=2_000_000, help="user:follows:user edges (and as many -rev)")
     ap.add_argument("--buys", type=int, default=2_000_000, help="user:buys:item edges (and as many -rev)")
     ap.add_argument("--feat-dim", type=int, default=16, help="width of user/feat")
+    ap.add_argument("--distpart-ranks", choices=("venv", "dgl"), default="venv",
+                    help="the Python of distpart's ranks: this clone's .venv, or GraphStorm's (the DGL env)")
     ap.add_argument("--num-parts", type=int, default=4)
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--hang-grace", type=float, default=60.0,
@@ -168,11 +184,17 @@ def run_once(cluster, cmd: List[str], env: Dict[str, str], out: Path, log: Path,
     config = out / "dist_graph" / "metadata.json"
     t0 = time.monotonic()
     with open(log, "w") as f:
+        # Started outside the clone: from there `python -c 'import distpart'` would find it in
+        # any interpreter, and the tools would take GraphStorm's for distpart's.
         proc = subprocess.Popen(cluster.hosts[0].command(cmd), env=env, stdout=f, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
-    seen_ranks, t_config, t_ranks_done, outcome = False, None, None, None
+                                stdin=subprocess.DEVNULL, start_new_session=True, cwd=log.parent)
+    seen_ranks, t_config, t_ranks_done, t_error, outcome = False, None, None, None, None
+    polls = 0
     while outcome is None:
         now = time.monotonic() - t0
+        polls += 1
+        if t_error is None and polls % 10 == 0 and ERROR_LINE.search(log.read_text(errors="replace")):
+            t_error = now
         if t_config is None and config.exists():
             t_config = now
         alive = rank_processes(cluster)
@@ -183,6 +205,8 @@ def run_once(cluster, cmd: List[str], env: Dict[str, str], out: Path, log: Path,
             outcome = "exited"
         elif t_ranks_done is not None and now - t_ranks_done > grace:
             outcome = "hung"
+        elif t_error is not None and now - t_error > grace:
+            outcome = "hung after an error"
         elif now > timeout:
             outcome = "timeout"
         else:
@@ -194,11 +218,13 @@ def run_once(cluster, cmd: List[str], env: Dict[str, str], out: Path, log: Path,
     cluster.kill_jobs()
     text = log.read_text(errors="replace")
     took = re.search(r"DGL graph building took (-?[0-9.]+) sec", text)   # GraphStorm logs it negated
+    ranks = re.search(r"^distpart launch: .* (\S+) -m distpart dispatch ", text, re.M)
     return {"outcome": outcome, "returncode": proc.returncode if outcome == "exited" else None,
             "wall_s": round(wall, 2) if outcome == "exited" else None,
             "output_complete_s": round(t_config, 2) if t_config is not None else None,
             "ranks_done_s": round(t_ranks_done, 2) if t_ranks_done is not None else None,
-            "graphstorm_dispatch_s": round(abs(float(took.group(1))), 2) if took else None}
+            "graphstorm_dispatch_s": round(abs(float(took.group(1))), 2) if took else None,
+            "distpart_ranks_python": ranks.group(1) if ranks else None}
 
 
 def verify(graph: Dict, out: Path) -> str:
@@ -220,7 +246,7 @@ def tree(out: Path) -> List[str]:
 
 # ---------------------------------------------------------------- main
 
-def job_env(cluster, work: Path, dgl_python: str) -> Dict[str, str]:
+def job_env(cluster, work: Path, dgl_python: str, distpart_ranks: str) -> Dict[str, str]:
     bin_dir = work / "bin"
     bin_dir.mkdir(exist_ok=True)
     wrapper = bin_dir / "ssh"
@@ -229,9 +255,11 @@ def job_env(cluster, work: Path, dgl_python: str) -> Dict[str, str]:
                        .replace("{config}", str(cluster.ssh_config)))
     wrapper.chmod(0o755)
     env = dict(cluster.env)
-    env.pop("VIRTUAL_ENV", None)
-    env.update(PATH=f"{bin_dir}:{Path(dgl_python).parent}:/usr/bin:/bin", PYTHONPATH=str(REPO),
-               OMPI_MCA_plm_rsh_agent=str(wrapper))
+    for var in ("VIRTUAL_ENV", "PYTHONPATH"):
+        env.pop(var, None)
+    env.update(PATH=f"{bin_dir}:{Path(dgl_python).parent}:/usr/bin:/bin", OMPI_MCA_plm_rsh_agent=str(wrapper))
+    if distpart_ranks == "dgl":
+        env["PYTHONPATH"] = str(REPO)
     return env
 
 
@@ -254,7 +282,7 @@ def main() -> int:
         trees: Dict[str, List[str]] = {}
         commands: Dict[str, str] = {}
         with netns_cluster(work / "ns", 2) as cluster:
-            env = job_env(cluster, work, args.dgl_python)
+            env = job_env(cluster, work, args.dgl_python, args.distpart_ranks)
             ips = work / "ip_list.txt"
             ips.write_text("".join(f"{h.address}\n" for h in cluster.hosts))
             for rep in range(args.repeat):
@@ -287,7 +315,7 @@ def main() -> int:
                           "feat_dim": args.feat_dim,
                           "nodes": sum(graph["num_nodes"].values()),
                           "edges": sum(len(s) for s, _ in graph["edges"].values())},
-                "num_parts": args.num_parts, "hang_grace_s": args.hang_grace,
+                "num_parts": args.num_parts, "hang_grace_s": args.hang_grace, "distpart_ranks": args.distpart_ranks,
                 "commands": commands, "results": results, "output_trees": trees})
     finally:
         if not args.keep and args.work is None:
