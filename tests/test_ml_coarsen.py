@@ -169,6 +169,18 @@ def test_isolated_and_rejected_vertices_are_grouped():
     assert sorted(counts[names > 200].tolist()) == [10, 40]   # 50 isolated vertices
 
 
+def test_grouping_lonely_vertices_stops_near_the_target():
+    # 2000 isolated vertices, 10 to a chunk: packing all would leave 200 clusters; with a
+    # target of 1000 about half the chunks are formed, the others stay single vertices.
+    n = 2000
+    g = LevelGraph(np.array([0, n]), np.zeros(n + 1, np.int64), np.empty(0, np.int64), np.empty(0, np.int64),
+                   np.ones((n, 1), np.int64)).with_totals(COMM)
+    halo = Halo.build(COMM, g)
+    assert len(np.unique(cluster(COMM, g, halo, np.array([10]), seed=0, level=0))) == 200
+    left = len(np.unique(cluster(COMM, g, halo, np.array([10]), seed=0, level=0, stop_at=1000)))
+    assert 850 <= left <= 1150, left
+
+
 def test_coarsen_reaches_the_target_and_maps_compose():
     g = community_graph(n=4000, m=20000, seed=4)
     levels, maps = coarsen(COMM, g, 4, 1.03, seed=1, target=400)

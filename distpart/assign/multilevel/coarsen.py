@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 # A cluster may weigh CLUSTER_EPS / k of the total in each constraint, never less than the
 # heaviest vertex: KaMinPar's rule (eps * total / k), with eps = 0.1 rather than KaMinPar's
-# 0.03, so a cluster is at most 1/40 of a block. Measured, k = 4, coarsest graph partitioned
+# 0.03, so a cluster is at most a tenth of a block. Measured, k = 4, coarsest graph partitioned
 # (KaMinPar; METIS ncon via initial.py) and projected without refinement, cut % for eps
 # 0.03 / 0.1 / 0.2: RMAT 2M 37.6 / 28.3 / 28.7, RMAT 200k 44.3 / 35.6 / 36.9 (1.0: 32.5
 # but 1.31 imbalance), 100 communities 200k 9.3 / 8.7 / 8.7, torus 0.6 for all; RMAT 200k
@@ -283,11 +283,15 @@ def _lp_batch(comm: "Intracomm", g: LevelGraph, halo: Halo, labels: np.ndarray, 
 
 
 def _merge_lonely(comm: "Intracomm", g: LevelGraph, halo: Halo, labels: np.ndarray, cw: np.ndarray,
-                  cap: np.ndarray, rows: np.ndarray) -> int:
+                  cap: np.ndarray, rows: np.ndarray, budget: int, key: np.uint64) -> int:
     """Group vertices still alone in their cluster: those that most want the same cluster
     (two-hop neighbours), and isolated vertices within aligned spans of global IDs, in
     chunks under the cap. A chunk takes the (unshared) label of its smallest vertex.
-    Returns the number of local vertices relabelled."""
+
+    At most about `budget` clusters may disappear (the level must not fall far below the
+    coarsening target): if the chunks would remove more, each is kept with probability
+    budget / removed, by a hash of its first vertex and `key`. Returns the number of local
+    vertices relabelled."""
     lo, ncon = g.first(comm), g.ncon
     size = lookup(comm, labels, g.vtxdist, cw[:, ncon])
     lonely = size == 1
@@ -315,6 +319,12 @@ def _merge_lonely(comm: "Intracomm", g: LevelGraph, halo: Halo, labels: np.ndarr
     head = pack_groups(got[:, 0], got[:, 3:], cap)
     new = got[head, 2]
     change = new != got[:, 2]
+    removed = int(allreduce_sum(comm, np.array([np.count_nonzero(change)]))[0])
+    if removed > budget:
+        # An integer threshold on 32 hash bits: every rank draws the same chunks.
+        threshold = np.uint64(max(budget, 0) * 2**32 // removed)
+        draw = splitmix64(got[head, 1].astype(np.uint64) ^ key) >> np.uint64(32)
+        change &= draw < threshold
     (back,), _ = exchange(comm, g.owner(got[change, 1]),
                           [np.ascontiguousarray(np.column_stack([got[change, 1], new[change]]))])
     labels[back[:, 0] - lo] = back[:, 1]
@@ -327,8 +337,9 @@ def cluster(comm: "Intracomm", g: LevelGraph, halo: Halo, max_weight: np.ndarray
     the vertex that names its cluster. No cluster weighs more than `max_weight` (per
     constraint) unless a single vertex does. Collective; the same for any number of ranks.
 
-    Once there are at most `stop_at` clusters (checked after every batch) it stops, so the
-    last level lands near the coarsening target instead of far below it."""
+    Once there are at most `stop_at` clusters (checked after every batch) it stops, and the
+    grouping of lonely vertices removes only about as many clusters as are left above it, so
+    the last level lands near the coarsening target instead of far below it."""
     lo = g.first(comm)
     gids = np.arange(lo, lo + g.nlocal, dtype=np.int64)
     labels = gids.copy()
@@ -338,6 +349,7 @@ def cluster(comm: "Intracomm", g: LevelGraph, halo: Halo, max_weight: np.ndarray
     # The row of every adjacency entry, 32-bit where it fits: with the halo's columns this is
     # what label propagation adds to the graph's own memory.
     rows = np.repeat(np.arange(g.nlocal, dtype=np.int32 if g.nlocal < 2**31 else np.int64), np.diff(g.xadj))
+    left = g.n
     for rnd in range(rounds):
         batch = batch_of(gids, round_key(seed, level, rnd), batches).astype(np.int8 if batches < 128 else np.int64)
         entry_batch = batch[rows]
@@ -350,7 +362,7 @@ def cluster(comm: "Intracomm", g: LevelGraph, halo: Halo, max_weight: np.ndarray
         del entry_batch
         if moves == 0:
             break
-    _merge_lonely(comm, g, halo, labels, cw, cap, rows)
+    _merge_lonely(comm, g, halo, labels, cw, cap, rows, int(left) - stop_at, round_key(seed, level, rounds))
     return labels
 
 
