@@ -114,7 +114,7 @@ if __name__ == "__main__":
 
 # ---------------------------------------------------------------- the test
 
-from conftest import RANKS, mpirun  # noqa: E402 (the worker above runs without pytest)
+from conftest import RANKS, mpirun  # the worker above runs without pytest and conftest
 
 
 def test_hierarchy_is_exact_and_the_same_on_any_number_of_ranks(tmp_path):

@@ -6,14 +6,15 @@ vertex joins the neighbouring cluster it is most strongly connected to among tho
 stay within the cap in every constraint, and the rank owning the cluster's name admits the
 moves into it by gain, as a prefix that keeps it under the cap. Vertices still alone at the
 end are grouped with other lonely vertices that wanted the same cluster (isolated vertices:
-with their neighbours in global ID order), again under the cap. `contract` turns the
+with the isolated vertices next to them in global ID order), again under the cap. `contract` turns the
 clusters into the next, coarser `LevelGraph`; `coarsen` repeats both until the graph is small.
 
 Every decision is a function of global vertex IDs, the seed and integer weights, never of
 the rank count or of the order rows arrive in: the hierarchy is the same on any number of
 ranks (mpi_tests/test_ml_coarsen.py checks it on 1, 2 and 4). Numpy only: connection
-weights are one sort of packed (row, label, weight) keys per batch instead of a sparse
-product (scipy is not a dependency).
+weights are one sort of packed (cluster, row, weight) integers per batch instead of a sparse
+product (scipy is not a dependency), and contraction is the same on (coarse u, coarse v,
+weight).
 
 Design: ../shared/design/step1-multilevel.md, section "Coarsening".
 """
