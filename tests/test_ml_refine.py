@@ -140,7 +140,10 @@ def test_weight_classes() -> None:
     assert np.array_equal(classes[cls], big)
 
 
-def test_a_block_over_in_a_constraint_the_vertex_does_not_carry_still_takes_it() -> None:
+@pytest.mark.parametrize("tables", [True, False])
+def test_a_block_over_in_a_constraint_the_vertex_does_not_carry_still_takes_it(tables: bool, monkeypatch) -> None:
+    if not tables:   # the per-vertex path of coarse levels, where weight classes are many
+        monkeypatch.setattr(balancer, "TABLE_ENTRIES", 0)
     # Constraints (nodes, train); caps (10, 2). Block 0 is over in nodes, block 1 over in
     # train, block 2 full in nodes. A non-train vertex of block 0 can only go to block 1.
     bw = np.array([[12, 1], [8, 3], [10, 1]])
@@ -148,7 +151,7 @@ def test_a_block_over_in_a_constraint_the_vertex_does_not_carry_still_takes_it()
     w = np.array([[1, 0], [1, 1]])
     conn = np.array([[5, 0, 3], [5, 0, 3]])   # both better connected to block 2
     cls, classes = weight_classes(w)
-    target, priority = best_targets(cls, classes, np.array([0, 0]), w, conn, bw, caps, hair, avg)
+    target, priority = best_targets(cls, classes, np.array([0, 0]), conn, bw, caps, hair, avg)
     assert target[0] == 1 and priority[0] == pytest.approx(5 / 0.1)
     # The train vertex would push block 1 further over in train: no target lowers the overload.
     assert target[1] == -1

@@ -31,10 +31,11 @@ __all__ = ["rebalance", "overload", "Refinement", "State", "connections", "prior
 
 HIST_ENTRIES = 1 << 15         # int64 entries of one select round's Allreduce (sets its radix)
 QBITS = 16                     # bits of a float priority kept in a select key (float32's top 16)
-DENSE_ENTRIES = 1 << 21        # entries of one dense (rows x blocks [x constraints]) block at a time
+DENSE_ENTRIES = 1 << 22        # entries of one dense (rows x blocks [x constraints]) block at a time
 HAIR = 0.01                    # a target may end this fraction of an average block above its cap
 EPS = 1e-12                    # below any real change of normalised overload (>= 1 / total)
 STEPS = 8                      # select steps per rebalancer round
+TABLE_ENTRIES = 1 << 18        # per-(weight class, block) tables up to this size
 CACHE_ENTRIES = 1 << 24        # candidates x blocks kept (int32) between the steps of a round
 HUB_DEGREE = 256               # the rebalancer prices moves of vertices above this degree
 HUB_FACTOR = 8                 # (or this many times the average) by their degree alone
@@ -65,14 +66,25 @@ def priority_keys(priority: np.ndarray, tie: np.ndarray, gbits: int) -> np.ndarr
     return (sortable(priority) << gbits) | tie
 
 
-def connections(g: LevelGraph, halo: Halo, ext: np.ndarray, rows: np.ndarray, k: int) -> np.ndarray:
+def connections(g: LevelGraph, halo: Halo, ext: np.ndarray, rows: np.ndarray, k: int,
+                unit: bool = False) -> np.ndarray:
     """(len(rows), k) int64 edge weight from each of the given local rows to each block
-    (`ext`: extended block ids). Sums of integer weights in float64 are exact below 2**53."""
+    (`ext`: extended block ids; `unit`: every edge weight is 1, so edges are counted).
+    Sums of integer weights in float64 are exact below 2**53."""
     deg = g.xadj[rows + 1] - g.xadj[rows]
-    idx = concat_ranges(g.xadj[rows], deg)
-    key = np.repeat(np.arange(len(rows), dtype=np.int64) * k, deg) + ext[halo.col[idx]]
-    sums = np.bincount(key, weights=g.adjwgt[idx], minlength=len(rows) * k)
-    return np.rint(sums).astype(np.int64).reshape(len(rows), k)
+    if 2 * int(deg.sum()) > len(g.adjncy):
+        # Most of the edges: one pass over all of them, other rows counted into a spare row,
+        # beats gathering the rows' edges one range at a time.
+        pos = np.full(g.nlocal, len(rows), dtype=np.int64)
+        pos[rows] = np.arange(len(rows), dtype=np.int64)
+        key = np.repeat(pos * k, np.diff(g.xadj)) + ext[halo.col]
+        weights = None if unit else g.adjwgt
+    else:
+        idx = concat_ranges(g.xadj[rows], deg)
+        key = np.repeat(np.arange(len(rows), dtype=np.int64) * k, deg) + ext[halo.col[idx]]
+        weights = None if unit else g.adjwgt[idx]
+    sums = np.bincount(key, weights=weights, minlength=(len(rows) + 1) * k)[:len(rows) * k]
+    return (sums if unit else np.rint(sums)).astype(np.int64).reshape(len(rows), k)
 
 
 def segment_sums(xadj: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -207,6 +219,7 @@ class Refinement:
         self.hair = np.ceil(HAIR * self.avg).astype(np.int64)
         self.deg = np.diff(g.xadj)
         self.wdeg = segment_sums(g.xadj, g.adjwgt)
+        self.unit = bool(np.all(g.adjwgt == 1))   # the finest level: edges are counted, not weighed
         arcs = int(allreduce_sum(comm, np.array([len(g.adjncy)]))[0])
         self.hub_degree = max(HUB_DEGREE, HUB_FACTOR * arcs // max(g.n, 1))
         # Ties go by a seeded permutation of global IDs: unique, and the same for any R.
@@ -224,7 +237,7 @@ class Refinement:
         leaves hubs out altogether)."""
         conn = np.zeros((len(rows), self.k), dtype=np.int64)
         b = st.border[rows] & (self.deg[rows] <= self.hub_degree)
-        conn[b] = connections(self.g, self.halo, st.ext, rows[b], self.k)
+        conn[b] = connections(self.g, self.halo, st.ext, rows[b], self.k, self.unit)
         inner = rows[~b]
         conn[np.flatnonzero(~b), st.ext[inner]] = self.wdeg[inner]
         return conn
@@ -236,7 +249,8 @@ class Refinement:
         ext = self.halo.extend(comm, np.asarray(parts, dtype=np.int64))
         diff = ext[self.halo.col] != np.repeat(ext[:g.nlocal], self.deg)
         local = np.concatenate([column_sums(ext[:g.nlocal], g.vwgt, k).reshape(-1),
-                                [int(g.adjwgt[diff].sum())], np.asarray(extra, dtype=np.int64)])
+                                [np.count_nonzero(diff) if self.unit else int(g.adjwgt[diff].sum())],
+                                np.asarray(extra, dtype=np.int64)])
         red = allreduce_sum(comm, local)
         bw = red[:k * g.ncon].reshape(k, g.ncon)
         border = border_rows(g.xadj, diff)
@@ -295,13 +309,13 @@ def balance_moves(comm: "Intracomm", ctx: Refinement, st: State) -> Tuple[np.nda
         excess = np.maximum(bw - caps, 0)
         pool.add_blocks(excess.any(axis=1))
         # Only a vertex carrying a constraint its block is over in can lower the overload.
-        live = np.flatnonzero(pool.todo & ((pool.w > 0) & (excess > 0)[pool.src]).any(axis=1))
+        live = np.flatnonzero(pool.todo & pool.carries(excess > 0))
         target = np.full(len(live), -1, dtype=np.int64)
         priority = np.zeros(len(live))
         for s in chunks(len(live), k):
             rows = live[s]
-            target[s], priority[s] = best_targets(ctx.cls[pool.rows[rows]], ctx.classes, pool.src[rows],
-                                                  pool.w[rows], pool.connections(rows), bw, caps, ctx.hair, ctx.avg)
+            target[s], priority[s] = best_targets(pool.cls[rows], ctx.classes, pool.src[rows],
+                                                  pool.connections(rows), bw, caps, ctx.hair, ctx.avg)
         live, target, priority = live[target >= 0], target[target >= 0], priority[target >= 0]
         w, src = pool.w[live], pool.src[live]
         keys = priority_keys(priority, ctx.tie[pool.rows[live]], ctx.gbits)
@@ -335,6 +349,8 @@ class Pool:
         self.rows = np.zeros(0, dtype=np.int64)
         self.todo = np.zeros(0, dtype=bool)
         self.target = np.zeros(0, dtype=np.int64)
+        self.w = np.zeros((0, ctx.g.ncon), dtype=np.int64)
+        self.src = self.cls = np.zeros(0, dtype=np.int64)
         self.cache: "Optional[np.ndarray]" = np.zeros((0, ctx.k), dtype=np.int32)
 
     def add_blocks(self, blocks: np.ndarray) -> None:
@@ -353,7 +369,16 @@ class Pool:
             self.cache = np.concatenate([self.cache, *conn])
         else:
             self.cache = None
-        self.w, self.src = g.vwgt[self.rows], parts[self.rows]
+        self.w, self.src, self.cls = g.vwgt[self.rows], parts[self.rows], self.ctx.cls[self.rows]
+
+    def carries(self, over: np.ndarray) -> np.ndarray:
+        """Whether each entry carries weight in a constraint its block is over in (`over`:
+        (k, ncon) bool), by a (class, block) table when the classes are few."""
+        classes, k = self.ctx.classes, self.ctx.k
+        if len(classes) * k > TABLE_ENTRIES:
+            return ((self.w > 0) & over[self.src]).any(axis=1)
+        table = ((classes[:, None, :] > 0) & over[None]).any(axis=2)   # (classes, k)
+        return table[self.cls, self.src]
 
     def connections(self, idx: np.ndarray) -> np.ndarray:
         """Connections of pool entries `idx` to every block."""
@@ -385,28 +410,36 @@ def within_room(comm: "Intracomm", keys: np.ndarray, target: np.ndarray, w: np.n
     return ((w == 0) | (keys[:, None] < limit[target])).all(axis=1)
 
 
-def best_targets(cls: np.ndarray, classes: np.ndarray, src: np.ndarray, w: np.ndarray, conn: np.ndarray,
-                 bw: np.ndarray, caps: np.ndarray, hair: np.ndarray,
-                 avg: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-    """For each vertex (weight class cls of `classes`, block src, weights w, connections conn
-    to every block) of an overloaded block: the target with the best cut gain among moves
-    that lower the total overload and leave the target within `hair` of its cap in every
-    constraint the vertex carries (-1 if none), and the move's priority: cut loss per unit
-    of overload removed. A target over cap in a constraint the vertex does not carry still
-    takes it: that rule is what lets every start converge."""
+def best_targets(cls: np.ndarray, classes: np.ndarray, src: np.ndarray, conn: np.ndarray, bw: np.ndarray,
+                 caps: np.ndarray, hair: np.ndarray, avg: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """For each vertex (weights classes[cls], block src, connections conn to every block) of
+    an overloaded block: the target with the best cut gain among moves that lower the total
+    overload and leave the target within `hair` of its cap in every constraint the vertex
+    carries (-1 if none), and the move's priority: cut loss per unit of overload removed.
+    A target over cap in a constraint the vertex does not carry still takes it: that rule is
+    what lets every start converge."""
+    k = bw.shape[0]
     i = np.arange(len(src))
     excess = np.maximum(bw - caps, 0)
-    # Overload change of leaving src (per vertex) and of entering each block (per class).
-    leave = ((np.maximum(bw[src] - w - caps, 0) - excess[src]) / avg).sum(axis=1)
-    # The tables cover only the classes present (a coarse level may have one per vertex).
+    # Overload change of leaving and of entering each block, per weight class present (a
+    # coarse level may have one class per vertex; the finest has a handful).
     present, cls = np.unique(cls, return_inverse=True)
-    weights = classes[present]
-    after = bw[None, :, :] + weights[:, None, :]                  # (classes, k, ncon)
-    enter = ((np.maximum(after - caps, 0) - excess[None]) / avg).sum(axis=2)
-    fits = ((weights[:, None, :] == 0) | (after <= caps + hair)).all(axis=2)
-    delta = leave[:, None] + enter[cls]
-    valid = fits[cls] & (delta < -EPS)
-    valid[i, src] = False
+    weights = classes[present][:, None, :]                                      # (P, 1, ncon)
+    leave = ((np.maximum(bw - weights - caps, 0) - excess) / avg).sum(axis=2)   # (P, k)
+    after = bw + weights
+    enter = ((np.maximum(after - caps, 0) - excess) / avg).sum(axis=2)         # (P, k)
+    fits = ((weights == 0) | (after <= caps + hair)).all(axis=2)                # (P, k)
+    del after
+    if len(present) * k * k <= TABLE_ENTRIES:
+        # Few classes: every (class, source) pair's row of deltas and valid targets at once.
+        delta = (leave[:, :, None] + enter[:, None, :]).reshape(-1, k)
+        valid = (fits[:, None, :] & ~np.eye(k, dtype=bool)).reshape(-1, k) & (delta < -EPS)
+        pair = cls * k + src
+        delta, valid = delta[pair], valid[pair]
+    else:
+        delta = leave[cls, src][:, None] + enter[cls]
+        valid = fits[cls] & (delta < -EPS)
+        valid[i, src] = False
     score = np.where(valid, conn, -1)
     top = score.max(axis=1)
     # Best connection first; among equals, the move that removes the most overload.

@@ -82,7 +82,7 @@ def jet_moves(comm: "Intracomm", ctx: Refinement, st: State, locked: np.ndarray,
               capped: bool) -> Tuple[np.ndarray, np.ndarray]:
     """One Jet iteration's moves: (local vertices, their new blocks). Collective."""
     g = ctx.g
-    target, gain = candidates(g, ctx.halo, st.ext, np.flatnonzero(st.border & ~locked), ctx.k, factor)
+    target, gain = candidates(g, ctx.halo, st.ext, np.flatnonzero(st.border & ~locked), ctx.k, factor, ctx.unit)
     cand = np.flatnonzero(target != st.ext[:g.nlocal])
     both = ctx.halo.extend(comm, np.stack([target, gain], axis=1))
     after = afterburner(g, ctx.halo, st.ext, both[:, 0], both[:, 1], ctx.tie, cand)
@@ -94,15 +94,16 @@ def jet_moves(comm: "Intracomm", ctx: Refinement, st: State, locked: np.ndarray,
 
 
 def candidates(g: LevelGraph, halo: Halo, ext: np.ndarray, rows: np.ndarray, k: int,
-               factor: float) -> Tuple[np.ndarray, np.ndarray]:
+               factor: float, unit: bool = False) -> Tuple[np.ndarray, np.ndarray]:
     """(nlocal,) target block and gain of every local vertex: for the given rows whose best
     other block (most connection; ties to the lower block) loses less than floor(factor *
-    own-block connection), that block and the gain; for every other vertex its own block, 0."""
+    own-block connection), that block and the gain; for every other vertex its own block, 0.
+    `unit`: every edge weighs 1."""
     target = ext[:g.nlocal].copy()
     gain = np.zeros(g.nlocal, dtype=np.int64)
     for s in chunks(len(rows), k):
         r = rows[s]
-        conn = connections(g, halo, ext, r, k)
+        conn = connections(g, halo, ext, r, k, unit)
         i = np.arange(len(r))
         own = conn[i, ext[r]]
         conn[i, ext[r]] = -1
