@@ -236,3 +236,16 @@ def test_jet_on_a_coarse_level_caps_moves_into_full_blocks() -> None:
     cut = int(w[out[rows] != out[g.adjncy]].sum()) // 2
     start_cut = int(w[start[rows] != start[g.adjncy]].sum()) // 2
     assert cut < 0.5 * start_cut
+
+
+def test_an_impossible_cap_ends_with_the_least_overload() -> None:
+    # A path of 6 with one vertex heavier than a block may be: no partition is feasible.
+    edges = [[i, i + 1] for i in range(5)]
+    vwgt = np.array([[1], [1], [9], [1], [1], [1]])
+    g, halo = graph(6, edges, vwgt)
+    caps = np.array([5])
+    out = rebalance(COMM, g, halo, np.array([0, 0, 0, 0, 1, 1]), 2, caps)
+    # Block 0 keeps only the heavy vertex (over by 4, the least possible); the rest fit.
+    assert sorted(weights_of(out, vwgt, 2)[:, 0].tolist()) == [5, 9]
+    # Jet keeps the least overloaded partition it sees when none is feasible.
+    assert sorted(weights_of(jet(COMM, g, halo, out, 2, caps), vwgt, 2)[:, 0].tolist()) == [5, 9]
