@@ -230,11 +230,15 @@ def _runs(sorted_ids: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
 
 
 def _lp_batch(comm: "Intracomm", g: LevelGraph, halo: Halo, labels: np.ndarray, cw: np.ndarray,
-              rows: np.ndarray, entries: np.ndarray, cap: np.ndarray) -> int:
+              rows: np.ndarray, entries: np.ndarray, cap: np.ndarray, budget: int, key: np.uint64) -> int:
     """One synchronous LP step of the vertices whose adjacency `entries` are given: choose,
     request, admit, apply. Updates `labels` and `cw` (weights and member count of the
     clusters named by this rank's vertices) in place; returns the number of local vertices
-    moved."""
+    moved.
+
+    Each move removes at most one cluster; when the movers outnumber `budget` (the clusters
+    above the coarsening target), each keeps its move with probability budget / movers, by a
+    hash of its ID and `key`, so the level does not overshoot the target by a whole batch."""
     lo, ncon = g.first(comm), g.ncon
     ext = halo.extend(comm, labels)
     lab, row, w = _connections(g, halo, ext, rows, entries)
@@ -254,6 +258,12 @@ def _lp_batch(comm: "Intracomm", g: LevelGraph, halo: Halo, labels: np.ndarray, 
     del cand_w, idx, other, is_own
     movers, target, gain = best_moves(row, lab, w, labels, fits)
     del lab, row, w, fits
+    wanting = int(allreduce_sum(comm, np.array([len(movers)]))[0])
+    if wanting > budget:
+        threshold = np.uint64(max(budget, 0) * 2**32 // wanting)
+        draw = splitmix64((movers + lo).astype(np.uint64) ^ key) >> np.uint64(32)
+        keep = np.flatnonzero(draw < threshold)
+        movers, target, gain = movers[keep], target[keep], gain[keep]
     src = labels[movers]
     # A cluster whose only member leaves for a smaller label takes no one this step: of two
     # lone vertices that want each other, the larger joins the smaller instead of both swapping.
@@ -290,9 +300,9 @@ def _merge_lonely(comm: "Intracomm", g: LevelGraph, halo: Halo, labels: np.ndarr
     chunks under the cap. A chunk takes the (unshared) label of its smallest vertex.
 
     At most about `budget` clusters may disappear (the level must not fall far below the
-    coarsening target): if the chunks would remove more, each is kept with probability
-    budget / removed, by a hash of its first vertex and `key`. Returns the number of local
-    vertices relabelled."""
+    coarsening target): if the chunks would remove more, each vertex joins its chunk with
+    probability budget / removed, by a hash of its ID and `key` (a part of a chunk is under
+    the cap too). Returns the number of local vertices relabelled."""
     lo, ncon = g.first(comm), g.ncon
     size = lookup(comm, labels, g.vtxdist, cw[:, ncon])
     lonely = size == 1
@@ -324,7 +334,7 @@ def _merge_lonely(comm: "Intracomm", g: LevelGraph, halo: Halo, labels: np.ndarr
     if removed > budget:
         # An integer threshold on 32 hash bits: every rank draws the same chunks.
         threshold = np.uint64(max(budget, 0) * 2**32 // removed)
-        draw = splitmix64(got[head, 1].astype(np.uint64) ^ key) >> np.uint64(32)
+        draw = splitmix64(got[:, 1].astype(np.uint64) ^ key) >> np.uint64(32)
         change &= draw < threshold
     (back,), _ = exchange(comm, g.owner(got[change, 1]),
                           [np.ascontiguousarray(np.column_stack([got[change, 1], new[change]]))])
@@ -356,7 +366,8 @@ def cluster(comm: "Intracomm", g: LevelGraph, halo: Halo, max_weight: np.ndarray
         entry_batch = batch[rows]
         moved = 0
         for b in range(batches):
-            moved += _lp_batch(comm, g, halo, labels, cw, rows, np.flatnonzero(entry_batch == b), cap)
+            moved += _lp_batch(comm, g, halo, labels, cw, rows, np.flatnonzero(entry_batch == b), cap,
+                               int(left) - stop_at, round_key(seed, level, 1000 + rnd * batches + b))
             left, moves = allreduce_sum(comm, np.array([np.count_nonzero(cw[:, -1]), moved]))
             if left <= stop_at:
                 return labels
