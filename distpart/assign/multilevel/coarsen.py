@@ -230,15 +230,11 @@ def _runs(sorted_ids: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
 
 
 def _lp_batch(comm: "Intracomm", g: LevelGraph, halo: Halo, labels: np.ndarray, cw: np.ndarray,
-              rows: np.ndarray, entries: np.ndarray, cap: np.ndarray, budget: int, key: np.uint64) -> int:
+              rows: np.ndarray, entries: np.ndarray, cap: np.ndarray) -> int:
     """One synchronous LP step of the vertices whose adjacency `entries` are given: choose,
     request, admit, apply. Updates `labels` and `cw` (weights and member count of the
     clusters named by this rank's vertices) in place; returns the number of local vertices
-    moved.
-
-    Each move removes at most one cluster; when the movers outnumber `budget` (the clusters
-    above the coarsening target), each keeps its move with probability budget / movers, by a
-    hash of its ID and `key`, so the level does not overshoot the target by a whole batch."""
+    moved."""
     lo, ncon = g.first(comm), g.ncon
     ext = halo.extend(comm, labels)
     lab, row, w = _connections(g, halo, ext, rows, entries)
@@ -258,12 +254,6 @@ def _lp_batch(comm: "Intracomm", g: LevelGraph, halo: Halo, labels: np.ndarray, 
     del cand_w, idx, other, is_own
     movers, target, gain = best_moves(row, lab, w, labels, fits)
     del lab, row, w, fits
-    wanting = int(allreduce_sum(comm, np.array([len(movers)]))[0])
-    if wanting > budget:
-        threshold = np.uint64(max(budget, 0) * 2**32 // wanting)
-        draw = splitmix64((movers + lo).astype(np.uint64) ^ key) >> np.uint64(32)
-        keep = np.flatnonzero(draw < threshold)
-        movers, target, gain = movers[keep], target[keep], gain[keep]
     src = labels[movers]
     # A cluster whose only member leaves for a smaller label takes no one this step: of two
     # lone vertices that want each other, the larger joins the smaller instead of both swapping.
@@ -350,7 +340,10 @@ def cluster(comm: "Intracomm", g: LevelGraph, halo: Halo, max_weight: np.ndarray
 
     Once there are at most `stop_at` clusters (checked after every batch) it stops, and the
     grouping of lonely vertices removes only about as many clusters as are left above it, so
-    the last level lands near the coarsening target instead of far below it."""
+    the last level lands near the coarsening target instead of far below it. (LP moves are
+    not thinned that way: on a graph of 100 communities, thinning them to land at the target
+    raised the projected cut from 8.7% to 12.7%; a level may end below the target by what
+    one batch of LP removes.)"""
     lo = g.first(comm)
     gids = np.arange(lo, lo + g.nlocal, dtype=np.int64)
     labels = gids.copy()
@@ -366,8 +359,7 @@ def cluster(comm: "Intracomm", g: LevelGraph, halo: Halo, max_weight: np.ndarray
         entry_batch = batch[rows]
         moved = 0
         for b in range(batches):
-            moved += _lp_batch(comm, g, halo, labels, cw, rows, np.flatnonzero(entry_batch == b), cap,
-                               int(left) - stop_at, round_key(seed, level, 1000 + rnd * batches + b))
+            moved += _lp_batch(comm, g, halo, labels, cw, rows, np.flatnonzero(entry_batch == b), cap)
             left, moves = allreduce_sum(comm, np.array([np.count_nonzero(cw[:, -1]), moved]))
             if left <= stop_at:
                 return labels
