@@ -446,7 +446,7 @@ def coarsen(comm: "Intracomm", g: LevelGraph, k: int, imbalance: float, seed: in
     the global ID in levels[i + 1] of each local vertex of levels[i]. Collective.
 
     `imbalance` is accepted for the driver's sake; the cluster cap depends on k only
-    (CLUSTER_EPS / k of the total): the partition's slack does not limit how coarse a
+    (CLUSTER_EPS / k of the total, a tenth of a block): the partition's slack does not limit how coarse a
     cluster may be, the initial partitioner and the rebalancer handle it."""
     del imbalance
     if g.total is None:
