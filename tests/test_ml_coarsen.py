@@ -1,6 +1,6 @@
 """Coarsening of the multilevel method (assign/multilevel/coarsen): the pure helpers against
 brute force, and cluster/contract/coarsen on one rank (COMM_SELF) against a serial
-recomputation. The same on 1, 2 and 4 ranks: mpi_tests/test_ml_coarsen.py."""
+recomputation. The same on 1, 2 and 4 ranks: mpi_tests/test_mpi_ml_coarsen.py."""
 from __future__ import annotations
 
 import numpy as np

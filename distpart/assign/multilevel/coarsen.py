@@ -11,7 +11,7 @@ clusters into the next, coarser `LevelGraph`; `coarsen` repeats both until the g
 
 Every decision is a function of global vertex IDs, the seed and integer weights, never of
 the rank count or of the order rows arrive in: the hierarchy is the same on any number of
-ranks (mpi_tests/test_ml_coarsen.py checks it on 1, 2 and 4). Numpy only: connection
+ranks (mpi_tests/test_mpi_ml_coarsen.py checks it on 1, 2 and 4). Numpy only: connection
 weights are one sort of packed (cluster, row, weight) integers per batch instead of a sparse
 product (scipy is not a dependency), and contraction is the same on (coarse u, coarse v,
 weight).

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...arrays import group_by_owner
+from ...arrays import group_by_owner, sorted_unique
 from ...mpi.exchange import DEFAULT_MAX_BYTES, alltoallv_grouped, allreduce_sum
 
 if TYPE_CHECKING:
@@ -88,7 +88,8 @@ class Halo:
         """Collective: each rank asks each ghost's owner once, and remembers what it is asked."""
         lo, hi = g.first(comm), g.first(comm) + g.nlocal
         remote = (g.adjncy < lo) | (g.adjncy >= hi)
-        ghosts = np.unique(g.adjncy[remote])
+        # A sort, not np.unique: numpy 2's hash-based unique took 6.4 s against 0.14 s on 9.5M IDs.
+        ghosts = sorted_unique(g.adjncy[remote])
         col = g.adjncy - lo
         col[remote] = g.nlocal + np.searchsorted(ghosts, g.adjncy[remote])
         order, counts = group_by_owner(g.owner(ghosts), comm.Get_size())
