@@ -96,6 +96,15 @@ def test_benchmark_quality_row():
     assert row["halo_total"] == 2 and row["halo_max"] == 1 and row["max_part_cut"] == 1
     assert row["edge_share"] == round(4 / 7, 4)
     assert row["train"]["moved"] == 1 and row["sparse_train"]["moved"] == 0   # 3 seeds: slices 2 and 1
-    assert row["over"] == {"ntype:a": 2.0, "ntype:b": 2.0, "feature:a/m": 2.0}
-    assert ba._over(row["over"]) in ("ntype:a 2.000 +2", "ntype:b 2.000 +2", "feature:a/m 2.000 +2")
+    # Each of the three: 3 in one part against a cap of 1.05 * 1.5 = 1.575: 2 over.
+    assert row["over"] == {k: {"imbalance": 2.0, "excess": 2} for k in ("ntype:b", "ntype:a", "feature:a/m")}
+    assert ba._over(row["over"]) == "ntype:b 2.0000 (+2) +2 more"
     assert ba.quality(g, np.array([0, 1, 0, 1, 0, 1]), 2, 1.05, ["nodes"])["over"] == {}
+
+
+def test_over_limit_counts_units_above_the_cap():
+    import bench_assign as ba
+    # Average 1000, cap 1050: 1051 is one node over, 1050 is not.
+    assert ba.over_limit({"nodes": np.array([1051, 949, 1000, 1000])}, 1.05) == \
+        {"nodes": {"imbalance": 1.051, "excess": 1}}
+    assert ba.over_limit({"nodes": np.array([1050, 950, 1000, 1000])}, 1.05) == {}
