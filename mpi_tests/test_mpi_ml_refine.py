@@ -1,6 +1,6 @@
 """Jet and the multi-constraint rebalancer under MPI: the same partition for R = 1, 2 and 4.
 
-This file is also the worker: `mpiexec -n R python test_ml_refine.py OUT` builds, on every
+This file is also the worker: `mpiexec -n R python test_mpi_ml_refine.py OUT` builds, on every
 rank, a small RMAT-like graph and a 2-D grid from fixed seeds, keeps its block of rows of the
 symmetrized simple graph, weighs the vertices with three constraints (ones; a 0/1 type
 column correlated with the structure; a sparse 0/1 train column), starts from a random
