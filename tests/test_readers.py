@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import zlib
 from pathlib import Path
 from typing import List, Sequence, Tuple
@@ -864,6 +867,110 @@ def test_parquet_reads_in_any_order(tmp_path: Path, parquet_mode: str) -> None:
     whole = np.concatenate([arr, arr, arr])
     for a, b in [(1400, 1500), (0, 10), (990, 1010), (5, 20), (400, 460), (20, 1490), (1499, 1500), (3, 4)]:
         np.testing.assert_array_equal(src.read(a, b), whole[a:b])
+
+
+# ---------------------------------------------------------------- pyarrow's buffered reads
+
+@pytest.mark.parametrize("version,safe", [("12.0.1", True), ("16.1.0", True), ("17.0.0", False), ("18.1.0", False),
+                                          ("19.0.1", False), ("23.0.1", False), ("24.0.0", True), ("26.0.1", True),
+                                          ("27.0.0.dev12", True)])
+def test_buffered_reads_safe_by_version(version: str, safe: bool) -> None:
+    assert readers_parquet.buffered_reads_safe(version) is safe
+
+
+def write_many_page_vectors(path: Path, rows: int, page_bytes: int) -> np.ndarray:
+    """A list<float> feature of `rows` x 2 in one row group: a column chunk above
+    PARQUET_WHOLE_CHUNK_BYTES (the size distpart streams through a buffer where that is safe),
+    a 1 MiB dictionary page, then data pages of about `page_bytes`. Pages this small are what
+    pyarrow 17's buffered stream mishandles (see `buffered_reads_safe`); pyarrow 26 writes
+    pages of at most 20000 rows by default, which is how GraphStorm's inputs met it."""
+    values = np.random.default_rng(0).random((rows, 2), dtype=np.float32)
+    column = pa.FixedSizeListArray.from_arrays(pa.array(values.ravel()), 2).cast(pa.list_(pa.float32()))
+    pq.write_table(pa.table({"v": column}), path, use_dictionary=True, data_page_size=page_bytes,
+                   row_group_size=rows)
+    md = pq.ParquetFile(path).metadata
+    assert md.num_row_groups == 1 and md.row_group(0).column(0).has_dictionary_page
+    assert md.row_group(0).total_byte_size > readers_parquet.PARQUET_WHOLE_CHUNK_BYTES
+    return values
+
+
+# Reads tfile.parquet through distpart's reader and checks it against tfile.npy, in a process
+# whose Arrow memory pool checks every allocation's bounds (ARROW_DEBUG_MEMORY_POOL=abort,
+# read when pyarrow starts): a write past a buffer aborts it.
+_DEBUG_POOL_READ = """
+import sys
+from pathlib import Path
+import numpy as np
+from distpart.chunked.metadata import ChunkFiles, FileFormat
+from distpart.chunked.readers import FeatureSource
+folder = Path(sys.argv[1])
+source = FeatureSource(ChunkFiles(FileFormat("parquet", " "), (folder / "f.parquet",), "test"))
+got = source.read(0, source.rows)
+print("equal" if np.array_equal(got, np.load(folder / "f.npy")) else "differ", source.rows)
+"""
+
+
+def test_parquet_column_chunks_with_many_small_pages_read_right(tmp_path: Path) -> None:
+    """Regression (pyarrow 17.0.0, GraphStorm's environment): distpart's buffered reads
+    returned a varying, too small row count, wrong values, or refused a valid file. Run in
+    the DGL environment before the fix, this test fails at both reads below."""
+    # 8 KiB pages: pyarrow 17's stream trips over its own state, on every read.
+    path = tmp_path / "small_pages.parquet"
+    values = write_many_page_vectors(path, 150_000, 8 << 10)
+    for _ in range(2):
+        source = FeatureSource(feature_files("parquet", [path]))
+        np.testing.assert_array_equal(source.read(0, source.rows), values)
+        np.testing.assert_array_equal(source.read(source.rows - 1000, source.rows), values[-1000:])
+    # 16 KiB pages: the write past the buffer goes unnoticed unless Arrow checks its bounds.
+    folder = tmp_path / "debug_pool"
+    folder.mkdir()
+    np.save(folder / "f.npy", write_many_page_vectors(folder / "f.parquet", 150_000, 16 << 10))
+    env = {**os.environ, "ARROW_DEBUG_MEMORY_POOL": "abort",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(readers.__file__).parents[3]),
+                                                       os.environ.get("PYTHONPATH")]))}
+    # cwd: `python -c` imports from the working directory first, which need not be this clone.
+    run = subprocess.run([sys.executable, "-c", _DEBUG_POOL_READ, str(folder)], env=env, cwd=folder,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and run.stdout.split() == ["equal", "150000"], run.stdout + run.stderr
+
+
+# ---------------------------------------------------------------- data only one rank decodes
+
+def test_corrupt_parquet_data_page_is_one_line_naming_the_file(tmp_path: Path) -> None:
+    """Headers and schema read fine; the damage shows only when the rows are decoded (in
+    dispatch, by the one rank reading them), as one line naming the file."""
+    arr = np.arange(4000 * 2, dtype=np.float64).reshape(4000, 2)
+    path = tmp_path / "f.parquet"
+    write_parquet_feature(path, arr, True, row_group_size=1000)
+    column = pq.ParquetFile(path).metadata.row_group(3).column(0)
+    with open(path, "r+b") as f:   # the last row group's first page header
+        f.seek(column.dictionary_page_offset or column.data_page_offset)
+        f.write(b"\xff" * 16)
+    source = FeatureSource(feature_files("parquet", [path]))
+    np.testing.assert_array_equal(source.read(0, 3000), arr[:3000])
+    with pytest.raises(InputError) as info:
+        source.read(3000, 4000)
+    assert info.value.where == str(path) and "corrupt Parquet data" in str(info.value)
+    assert "\n" not in str(info.value), str(info.value)
+
+
+def test_corrupt_hdf5_chunk_is_an_input_error(tmp_path: Path) -> None:
+    """A compressed chunk that does not decompress: an InputError naming the file (was
+    h5py's OSError, a traceback that aborted the whole MPI job)."""
+    arr = np.arange(1000 * 3, dtype=np.float32).reshape(1000, 3)
+    path = tmp_path / "f.h5"
+    with h5py.File(path, "w") as f:
+        ds = f.create_dataset("feat", data=arr, chunks=(250, 3), compression="gzip")
+        last = ds.id.get_chunk_info(ds.id.get_num_chunks() - 1)
+    with open(path, "r+b") as f:
+        f.seek(last.byte_offset)
+        f.write(b"\xff" * 16)
+    source = FeatureSource(feature_files("hdf5", [path], dataset="feat"))
+    np.testing.assert_array_equal(source.read(0, 750), arr[:750])
+    with pytest.raises(InputError) as info:
+        source.read(700, 1000)
+    assert info.value.where == str(path) and "corrupt HDF5 data in rows [700, 1000)" in str(info.value)
+    assert "\n" not in str(info.value), str(info.value)
 
 
 # ---------------------------------------------------------------- CSV features

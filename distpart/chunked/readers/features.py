@@ -133,7 +133,12 @@ class FeatureSource:
             out[...] = opening.open_npy(path)[a:b]
         elif name == "hdf5":
             with opening.open_h5(path) as f:
-                out[...] = self._dataset(f, path)[a:b]
+                try:
+                    out[...] = self._dataset(f, path)[a:b]
+                except OSError as e:
+                    # h5py decodes a chunked dataset's chunks only here (a bad checksum or a
+                    # corrupt compressed chunk): bad input, not a bug to abort the job on.
+                    raise InputError(path, f"corrupt HDF5 data in rows [{a}, {b}): {opening.one_line(e)}") from None
         elif name == "csv":
             self._fill_csv(i, a, b, flat)
         else:

@@ -39,7 +39,14 @@ def open_parquet(path: Path, memory_map: bool = True, pre_buffer: bool = True, b
     except FileNotFoundError:
         raise InputError(path, "file does not exist") from None
     except (pa.ArrowException, OSError) as e:
-        raise InputError(path, f"not a readable Parquet file: {e}") from None
+        raise InputError(path, f"not a readable Parquet file: {one_line(e)}") from None
+
+
+def one_line(error: BaseException) -> str:
+    """A library's message on one line: an error is one line naming the file, and Arrow's
+    Parquet messages run over several ("Couldn't deserialize thrift: ...\nDeserializing page
+    header failed.")."""
+    return " ".join(line.strip() for line in str(error).splitlines() if line.strip())
 
 
 def open_text(path: Path):

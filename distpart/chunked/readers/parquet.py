@@ -35,6 +35,27 @@ PARQUET_WHOLE_CHUNK_BYTES = 1 << 20
 PARQUET_READ_BUFFER = 256 << 10
 
 
+def buffered_reads_safe(version: Optional[str] = None) -> bool:
+    """Whether pyarrow `version` (the installed one by default) reads Parquet right through
+    a buffer (`buffer_size` > 0, the stream PARQUET_READ_BUFFER uses).
+
+    Arrow 17.0-18.x do not: their BufferedInputStream (GH-43060's SetBufferSize, fixed by
+    GH-43949 in 19.0) shrinks its buffer when the page reader peeks at a page header that
+    starts near the buffer's end in the last stretch of a column chunk, and then writes the
+    rest of the peek past the buffer's end. The heap corruption that follows is silent and
+    varies from run to run: measured on pyarrow 17.0.0 with files pyarrow 26 wrote (many
+    pages per column chunk), a list<float> column read as 113217, 113502, ... rows of its
+    113698, and a plain float column with wrong values; ARROW_DEBUG_MEMORY_POOL=abort stops
+    on the write every time (tests/test_readers.py). 19.0-23.x still write past the buffer
+    in another case (GH-48311, fixed in 24.0); it needs a peek longer than the buffer, which
+    distpart's buffer and the page reader's 16 KiB header peeks should never make, but these
+    versions are left out too: wrong features are worse than memory.
+    """
+    import pyarrow as pa
+    major = int((version or pa.__version__).split(".")[0])
+    return not 17 <= major < 24
+
+
 @dataclass(frozen=True)
 class ParquetLayout:
     """How a Parquet feature file maps to an array.
@@ -159,7 +180,7 @@ def _first_list_length(pf, path: Path, name: str) -> Optional[int]:
             try:
                 batch = next(pf.iter_batches(batch_size=1, row_groups=[g], columns=[name], use_threads=False))
             except (pa.ArrowException, OSError, StopIteration) as e:
-                raise InputError(path, f"corrupt Parquet data: {e}") from None
+                raise InputError(path, f"corrupt Parquet data: {opening.one_line(e)}") from None
             col = batch.column(0)
             if col.null_count:
                 raise InputError(path, f"list column '{name}' is null in row 0")
@@ -223,7 +244,11 @@ class ParquetRows:
         md = self.pf.metadata
         chunk = max((md.row_group(g).total_byte_size // max(md.num_columns, 1)
                      for g in range(md.num_row_groups)), default=0)
-        if chunk > PARQUET_WHOLE_CHUNK_BYTES:
+        # Where the buffer is not safe (`buffered_reads_safe`), every column chunk is read
+        # whole: memory grows by the row group's selected column chunks, measured on pyarrow
+        # 17 with one row group of 1M x 16 float32 (65 MB), half its rows read: 232 MB peak
+        # against 179 MB buffered (a list column), 269 MB against 212 MB (16 columns).
+        if chunk > PARQUET_WHOLE_CHUNK_BYTES and buffered_reads_safe():
             self.pf = opening.open_parquet(path, memory_map=False, pre_buffer=False,
                                     buffer_size=PARQUET_READ_BUFFER, metadata=md)
         sizes = [md.row_group(g).num_rows for g in range(md.num_row_groups)]
@@ -268,7 +293,7 @@ class ParquetRows:
             try:
                 table = self.pf.read_row_group(g, columns=self.columns, use_threads=False)
             except (pa.ArrowException, OSError) as e:
-                raise InputError(self.path, f"corrupt Parquet data: {e}") from None
+                raise InputError(self.path, f"corrupt Parquet data: {opening.one_line(e)}") from None
             if table.num_rows != int(self.starts[g + 1] - self.starts[g]):
                 raise InputError(self.path, f"row group {g} holds {table.num_rows} rows but its footer "
                                             f"says {int(self.starts[g + 1] - self.starts[g])}")
@@ -286,7 +311,7 @@ class ParquetRows:
                 self._batches = self.pf.iter_batches(batch_size=self.batch_rows, columns=self.columns,
                                                      row_groups=[g], use_threads=False)
             except (pa.ArrowException, OSError) as e:
-                raise InputError(self.path, f"corrupt Parquet data: {e}") from None
+                raise InputError(self.path, f"corrupt Parquet data: {opening.one_line(e)}") from None
         end = int(self.starts[g + 1])
         while row < stop:
             batch = self._batch if self._batch is not None else self._next_batch(end)
@@ -309,7 +334,7 @@ class ParquetRows:
         except StopIteration:
             raise InputError(self.path, f"row group {self._group} holds fewer rows than its footer says") from None
         except (pa.ArrowException, OSError) as e:
-            raise InputError(self.path, f"corrupt Parquet data: {e}") from None
+            raise InputError(self.path, f"corrupt Parquet data: {opening.one_line(e)}") from None
         if self._pos + batch.num_rows > end:
             raise InputError(self.path, f"row group {self._group} holds more rows than its footer says")
         return batch
