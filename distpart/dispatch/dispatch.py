@@ -231,7 +231,12 @@ def _send_node_type(comm: Intracomm, meta, assignment, state: _State, layout: Pa
         batch = _batch_rows(source.row_bytes, max_bytes)
         for b in range(_batches(comm, len(new), batch)):
             lo, hi = min(b * batch, len(new)), min((b + 1) * batch, len(new))
-            rows = source.read(block.start + lo, block.start + hi)
+            # Only this rank reads these rows, and only here are a file's data pages decoded
+            # (the checks before read headers): a corrupt page must stop every rank, not leave
+            # the others in the exchange below. One small allgather per batch of up to
+            # max_bytes / 2.
+            with agreed(comm):
+                rows = source.read(block.start + lo, block.start + hi)
             k = state.rows_to_build(block.parts[lo:hi])
             (new_r, rows_r), _ = exchange(comm, dest[lo:hi][k], [new[lo:hi][k], rows[k]], max_bytes)
             groups = node_groups(new_r, state.node_starts[list(mine), t])
@@ -345,7 +350,8 @@ def _send_edge_type_features(comm: Intracomm, meta: GraphMeta, state: _State, la
         n = len(part)
         for b in range(_batches(comm, n, batch)):
             lo, hi = min(b * batch, n), min((b + 1) * batch, n)
-            rows = source.read(start + lo, start + hi)
+            with agreed(comm):   # a bad row stops every rank, as for node features
+                rows = source.read(start + lo, start + hi)
             ids = np.arange(start + lo, start + hi, dtype=np.int64)
             k = state.rows_to_build(part[lo:hi])
             (ids_r, part_r, rows_r), _ = exchange(comm, layout.rank_of(part[lo:hi][k]),
