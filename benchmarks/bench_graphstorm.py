@@ -21,12 +21,9 @@ ignore it).
 Which Python runs distpart's ranks (`--distpart-ranks`): `venv` (default) leaves GraphStorm's
 interpreter without distpart, so the tools fall back to this clone's `.venv` (distpart in its
 own environment, pyarrow 26); `dgl` puts this clone on PYTHONPATH, so `--python-path`,
-GraphStorm's own interpreter (the DGL environment, pyarrow 17.0.0), runs them. With pyarrow
-17.0.0, distpart's buffered Parquet reads (pre_buffer=False, buffer_size=256 KiB, used for
-column chunks over 1 MiB) return a varying, too small number of rows for a list<float> column
-whose dictionary page is larger than the buffer (seen on this benchmark's user:follows:user
-weight files at the default size: "row group 0 holds 113513 rows but its footer says 113698";
-pyarrow 26 reads the same file right), so `dgl` fails at the default size.
+GraphStorm's own interpreter (the DGL environment, pyarrow 17.0.0), runs them. pyarrow 17-23's
+buffered Parquet stream corrupts some reads (Arrow GH-43060, GH-48311); distpart reads whole
+column chunks on those versions (`chunked.readers.parquet.buffered_reads_safe`), so both work.
 
 The input is `write_gsprocessing_graph`'s at the sizes given, with every edge feature re-cut
 to its edge type's structure files, as GSProcessing's repartition step leaves it: DGL 2.1's

@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 
 from ...errors import InputError
 from ..metadata import name_problem
+from ..readers.parquet import buffered_reads_safe
 from .files import DEFAULT_BATCH_BYTES, EdgeKey, PathLike
 from .writer import rows_per_batch
 from .sources import EdgeSource, as_int64, check_negative, count_nodes, note_printer, write_sources
@@ -165,8 +166,10 @@ def _parquet_edge_source(etype: str, path: Path, batch_bytes: int) -> EdgeSource
         first = 0
         # pyarrow's defaults pre-buffer whole row groups and decode several at once on threads
         # (measured: the whole of a 72 MB file held at once); one row group at a time, read
-        # through a small buffer, is what bounds memory here.
-        reader = pq.ParquetFile(str(path), memory_map=False, pre_buffer=False, buffer_size=1 << 20)
+        # through a small buffer, is what bounds memory here, except on the pyarrow versions
+        # whose buffered stream corrupts reads (`buffered_reads_safe`): there, whole chunks.
+        buffer = 1 << 20 if buffered_reads_safe() else 0
+        reader = pq.ParquetFile(str(path), memory_map=False, pre_buffer=False, buffer_size=buffer)
         try:
             for batch in reader.iter_batches(batch_size=step, columns=[src_col, dst_col, *feature_names],
                                              use_threads=False):
