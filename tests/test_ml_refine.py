@@ -10,6 +10,7 @@ from mpi4py import MPI
 
 from distpart.assign.multilevel.graph import Halo, LevelGraph, block_caps
 from distpart.assign.multilevel.refine import balancer
+from distpart.assign.multilevel.refine import jet as jet_module
 from distpart.assign.multilevel.refine.balancer import (Refinement, best_targets, connections,
                                                         first_reaching, overload, priority_keys,
                                                         rebalance, sortable, weight_classes)
@@ -101,6 +102,17 @@ def test_afterburner_assumes_higher_priority_neighbours_have_moved() -> None:
     # A higher gain goes first whatever the tie keys say.
     gain = np.array([0, 2, 3, 0])
     assert afterburner(g, halo, ext, target, gain, np.array([0, 1, 2, 3]), cand).tolist() == [0, 2]
+
+
+def test_afterburner_in_pieces_is_the_afterburner(monkeypatch) -> None:
+    g, halo = graph(400, grid_edges(20, 20))
+    rng = np.random.default_rng(0)
+    ext, target = rng.integers(0, 3, 400), rng.integers(0, 3, 400)
+    gain, tie = rng.integers(-3, 4, 400), rng.permutation(400)
+    cand = np.flatnonzero(target != ext)
+    whole = afterburner(g, halo, ext, target, gain, tie, cand)
+    monkeypatch.setattr(jet_module, "EDGE_PIECE", 7)
+    assert np.array_equal(afterburner(g, halo, ext, target, gain, tie, cand), whole)
 
 
 @pytest.mark.parametrize("nbits", [14, 30])

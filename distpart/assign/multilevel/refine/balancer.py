@@ -77,7 +77,8 @@ def connections(g: LevelGraph, halo: Halo, ext: np.ndarray, rows: np.ndarray, k:
         # beats gathering the rows' edges one range at a time.
         pos = np.full(g.nlocal, len(rows), dtype=np.int64)
         pos[rows] = np.arange(len(rows), dtype=np.int64)
-        key = np.repeat(pos * k, np.diff(g.xadj)) + ext[halo.col]
+        key = np.repeat(pos * k, np.diff(g.xadj))
+        key += ext[halo.col]
         weights = None if unit else g.adjwgt
     else:
         idx = concat_ranges(g.xadj[rows], deg)

@@ -30,6 +30,7 @@ COARSE_FACTOR = 0.75   # a candidate may lose up to this share of its own-block 
 FINE_FACTOR = 0.25
 MIN_GAIN = 0.001       # an iteration counts as progress if it betters the best by 0.1%
 MAX_ITERATIONS = 1000  # a backstop only: the idle rule ends every run seen long before
+EDGE_PIECE = 1 << 22   # edges the afterburner handles at once
 
 
 def jet(comm: "Intracomm", g: LevelGraph, halo: Halo, parts: np.ndarray, k: int, caps: np.ndarray,
@@ -118,17 +119,25 @@ def afterburner(g: LevelGraph, halo: Halo, ext: np.ndarray, target: np.ndarray, 
                 tie: np.ndarray, cand: np.ndarray) -> np.ndarray:
     """Gain of each candidate's move (cand: local rows) assuming every neighbour with higher
     priority (more gain, then smaller tie key) has moved to its target; the others stay.
-    target, gain, tie: extended (own vertices, then ghosts); a non-candidate's target is its block."""
+    target, gain, tie: extended (own vertices, then ghosts); a non-candidate's target is its
+    block. Candidates go in pieces of about EDGE_PIECE edges: a handful of edge-length
+    temporaries each, not a handful over all the edges at once."""
+    out = np.zeros(len(cand), dtype=np.int64)
     deg = g.xadj[cand + 1] - g.xadj[cand]
-    idx = concat_ranges(g.xadj[cand], deg)
-    row = np.repeat(np.arange(len(cand), dtype=np.int64), deg)
-    v = halo.col[idx]
-    u = cand[row]
-    first = (gain[v] > gain[u]) | ((gain[v] == gain[u]) & (tie[v] < tie[u]))
-    block = np.where(first, target[v], ext[v])
-    w = g.adjwgt[idx]
-    contrib = np.where(block == target[u], w, 0) - np.where(block == ext[u], w, 0)
-    return np.rint(np.bincount(row, weights=contrib, minlength=len(cand))).astype(np.int64)
+    ends = np.searchsorted(np.cumsum(deg), np.arange(EDGE_PIECE, int(deg.sum()), EDGE_PIECE), side="right")
+    for lo, hi in zip([0, *ends.tolist()], [*ends.tolist(), len(cand)]):
+        c, d = cand[lo:hi], deg[lo:hi]
+        idx = concat_ranges(g.xadj[c], d)
+        row = np.repeat(np.arange(len(c), dtype=np.int64), d)
+        v = halo.col[idx]
+        u = c[row]
+        first = (gain[v] > gain[u]) | ((gain[v] == gain[u]) & (tie[v] < tie[u]))
+        block = np.where(first, target[v], ext[v])
+        del first, v
+        w = g.adjwgt[idx]
+        contrib = np.where(block == target[u], w, 0) - np.where(block == ext[u], w, 0)
+        out[lo:hi] = np.rint(np.bincount(row, weights=contrib, minlength=len(c)))
+    return out
 
 
 def cap_inflow(comm: "Intracomm", ctx: Refinement, st: State, movers: np.ndarray, targets: np.ndarray,
