@@ -316,7 +316,8 @@ def balance_moves(comm: "Intracomm", ctx: Refinement, st: State) -> Tuple[np.nda
         for s in chunks(len(live), k):
             rows = live[s]
             target[s], priority[s] = best_targets(pool.cls[rows], ctx.classes, pool.src[rows],
-                                                  pool.connections(rows), bw, caps, ctx.hair, ctx.avg)
+                                                  pool.connections(rows), bw, caps, ctx.hair, ctx.avg,
+                                                  ctx.tie[pool.rows[rows]] % k)
         live, target, priority = live[target >= 0], target[target >= 0], priority[target >= 0]
         w, src = pool.w[live], pool.src[live]
         keys = priority_keys(priority, ctx.tie[pool.rows[live]], ctx.gbits)
@@ -411,14 +412,26 @@ def within_room(comm: "Intracomm", keys: np.ndarray, target: np.ndarray, w: np.n
     return ((w == 0) | (keys[:, None] < limit[target])).all(axis=1)
 
 
+def first_from(mask: np.ndarray, offset: "Optional[np.ndarray]") -> np.ndarray:
+    """Per row, the first True column counting from column offset[row] and wrapping (from 0
+    if offset is None): ties among equally good blocks spread over the blocks by a per-vertex
+    offset instead of piling onto the lowest."""
+    k = mask.shape[1]
+    if offset is None:
+        return mask.argmax(axis=1)
+    rank = (np.arange(k, dtype=np.int64)[None, :] - offset[:, None]) % k
+    return np.where(mask, rank, k).argmin(axis=1)
+
+
 def best_targets(cls: np.ndarray, classes: np.ndarray, src: np.ndarray, conn: np.ndarray, bw: np.ndarray,
-                 caps: np.ndarray, hair: np.ndarray, avg: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+                 caps: np.ndarray, hair: np.ndarray, avg: np.ndarray,
+                 spread: "Optional[np.ndarray]" = None) -> Tuple[np.ndarray, np.ndarray]:
     """For each vertex (weights classes[cls], block src, connections conn to every block) of
     an overloaded block: the target with the best cut gain among moves that lower the total
     overload and leave the target within `hair` of its cap in every constraint the vertex
     carries (-1 if none), and the move's priority: cut loss per unit of overload removed.
     A target over cap in a constraint the vertex does not carry still takes it: that rule is
-    what lets every start converge."""
+    what lets every start converge. Equal targets go by `spread` (`first_from`)."""
     k = bw.shape[0]
     i = np.arange(len(src))
     excess = np.maximum(bw - caps, 0)
@@ -443,8 +456,10 @@ def best_targets(cls: np.ndarray, classes: np.ndarray, src: np.ndarray, conn: np
         valid[i, src] = False
     score = np.where(valid, conn, -1)
     top = score.max(axis=1)
-    # Best connection first; among equals, the move that removes the most overload.
-    tgt = np.where(score == top[:, None], delta, np.inf).argmin(axis=1)
+    # Best connection first; among equals, the move that removes the most overload; among
+    # equals again (most vertices of a block see several empty-enough blocks alike), spread.
+    delta = np.where(score == top[:, None], delta, np.inf)
+    tgt = first_from(delta == delta.min(axis=1)[:, None], spread)
     ok = top >= 0
     loss = conn[i, src].astype(np.int64) - conn[i, tgt]
     priority = np.where(ok, loss / np.where(ok, -delta[i, tgt], 1.0), 0.0)
