@@ -230,7 +230,9 @@ def run_distpart_method(args, g: Graph, method: str, cset: str, ub: float, ranks
     if proc is None:
         return {"status": f"failed (timeout {args.timeout:.0f} s)"}
     if proc.returncode != 0:
-        error = next((ln for ln in proc.stderr.splitlines() if "error:" in ln), proc.stderr.strip()[-200:])
+        # A refusal's one line, else the end of whatever the run printed (a traceback).
+        error = next((ln for ln in proc.stderr.splitlines() if "error:" in ln),
+                     (proc.stdout + proc.stderr).strip()[-1000:])
         if proc.returncode == 2 and name == "kaminpar" and cset != "C0":
             return {"status": "n/a (refused)", "error": error}
         return {"status": f"failed (exit {proc.returncode})", "error": error}
