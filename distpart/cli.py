@@ -168,7 +168,7 @@ def output_format_options(sp: argparse.ArgumentParser) -> None:
 def method_options(sp: argparse.ArgumentParser) -> None:
     """Step 1's options, shared by `assign` and `pipeline` (DGL partition_graph's names)."""
     from .assign import METHODS
-    sp.add_argument("--method", choices=METHODS, default="parmetis")
+    sp.add_argument("--method", choices=METHODS, default="multilevel")
     sp.add_argument("--threads", type=int, metavar="N",
                     help="kaminpar: threads of the one process that runs it (default: the cores of its node)")
     sp.add_argument("--seed", type=int, default=0)

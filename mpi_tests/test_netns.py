@@ -81,7 +81,7 @@ def test_netns_ip_config_pipeline_then_verify_on_two_hosts(hosts, example_dir, t
     assert _banner(again.stderr) == f"2 ranks on 2 hosts ({h0.name} x1, {h1.name} x1)"
 
 
-def test_netns_ip_config_parmetis_default_method(hosts, example_dir, tmp_path):
+def test_netns_ip_config_default_method(hosts, example_dir, tmp_path):
     c = hosts
     h0, h1 = c.hosts
     cfg = tmp_path / "ip_config.txt"
@@ -91,7 +91,7 @@ def test_netns_ip_config_parmetis_default_method(hosts, example_dir, tmp_path):
     assert run.returncode == 0, run.output
     assert "verify: OK (4 partitions" in run.stdout
     assert _banner(run.stderr) == f"2 ranks on 2 hosts ({h0.name} x1, {h1.name} x1)"
-    assert '"part_method": "metis"' in (tmp_path / "out" / "metadata.json").read_text()
+    assert '"part_method": "multilevel"' in (tmp_path / "out" / "metadata.json").read_text()
 
 
 def test_netns_hostfile_open_mpi_and_plain_forms(hosts, example_dir, tmp_path):

@@ -171,6 +171,8 @@ def test_report_of_a_broken_config_is_a_clear_error(example_dir, tmp_path):
     assert "Traceback" not in run.stderr
 
 
-def test_parmetis_accepts_a_seed_above_int32(example_dir, tmp_path):
-    run = distpart(2, "assign", example_dir, tmp_path / "a", "--num-parts", 2, "--seed", "3000000000")
+@pytest.mark.parametrize("method", ["parmetis", "multilevel"])
+def test_a_seed_above_int32_is_accepted(method, example_dir, tmp_path):
+    run = distpart(2, "assign", example_dir, tmp_path / "a", "--num-parts", 2, "--seed", "3000000000",
+                   "--method", method)
     assert (tmp_path / "a" / "paper.txt").exists(), run.output

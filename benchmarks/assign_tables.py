@@ -1,0 +1,55 @@
+"""Markdown tables from `bench_assign.py`'s JSON files, as docs/03-step1.md shows them.
+
+    python benchmarks/assign_tables.py benchmarks/results/assign_small.json benchmarks/results/assign_rmat_2m.json
+
+One row per (graph, imbalance, constraint set, ranks, method): cut, halo (total and largest
+partition's), the largest partition's share of the edges, the worst imbalance among the
+constraints the set balances and the worst of all, DGL's moved training seeds, time, peak RSS
+per rank; a row over the allowed imbalance says which constraint.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import List
+
+COLUMNS = ["graph", "ub", "set", "R", "method", "cut %", "halo total", "halo max", "edge share",
+           "imbalance (balanced set)", "moved seeds", "time s", "peak MB/rank", "over ub"]
+
+
+def cell_rows(rows: List[dict]) -> List[List[str]]:
+    out = []
+    for r in rows:
+        if "cut_pct" not in r:   # refused or failed: say so
+            out.append([r["graph"], str(r.get("imbalance_allowed", "")), r.get("constraints", ""),
+                        str(r.get("ranks", "")), r["method"], str(r.get("cut", r.get("status", "n/a")))]
+                       + [""] * (len(COLUMNS) - 6))
+            continue
+        imb = r["imbalance"]
+        checked = [imb[c] for c in r.get("checked", []) if c in imb]
+        moved = r.get("train", {}).get("moved", "")
+        out.append([r["graph"], str(r["imbalance_allowed"]), r["constraints"], str(r["ranks"]), r["method"],
+                    f"{r['cut_pct']:.2f}", str(r["halo_total"]), str(r["halo_max"]), f"{r['edge_share']:.2f}",
+                    f"{max(checked):.3f}" if checked else "", str(moved), str(r.get("time_s", "")),
+                    str(r.get("peak_rss_mb", "")),
+                    ", ".join(f"{k} {v:.3f}" for k, v in r.get("over", {}).items()) or "-"])
+    return out
+
+
+def markdown(rows: List[dict]) -> str:
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    lines += ["| " + " | ".join(c) + " |" for c in cell_rows(rows)]
+    return "\n".join(lines)
+
+
+def main(argv: List[str]) -> int:
+    rows: List[dict] = []
+    for name in argv:
+        rows += json.loads(Path(name).read_text())["rows"]
+    print(markdown(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
