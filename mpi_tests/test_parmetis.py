@@ -90,7 +90,7 @@ def test_bad_balance_options(args, message, example_dir, tmp_path):
 
 def test_missing_library_is_a_clear_error(example_dir, tmp_path, monkeypatch):
     monkeypatch.setenv("PARMETIS_LIB", str(tmp_path / "libparmetis.so"))
-    run = distpart(2, "assign", example_dir, tmp_path / "a", "--num-parts", 2, ok=False)
+    run = distpart(2, "assign", example_dir, tmp_path / "a", "--num-parts", 2, "--method", "parmetis", ok=False)
     assert run.returncode == 2 and "libparmetis.so: file does not exist" in run.stderr, run.output
 
 
@@ -117,7 +117,8 @@ def test_hubs_first_cuts_less_on_a_power_law_graph(nranks, tmp_path):
     cuts = {}
     for order in ("degree", "input"):
         out = tmp_path / order
-        distpart(nranks, "assign", meta.parent, out, "--num-parts", 4, "--vertex-order", order)
+        distpart(nranks, "assign", meta.parent, out, "--num-parts", 4, "--method", "parmetis",
+                     "--vertex-order", order)
         part = np.concatenate([np.loadtxt(out / f"{t}.txt", dtype=np.int64) for t in ("user", "item")])
         assert part.min() >= 0 and part.max() < 4
         assert np.bincount(part, minlength=4).max() <= 1.06 * len(part) / 4

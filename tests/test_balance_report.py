@@ -36,12 +36,18 @@ def test_vertex_weights_columns(example):
     deg = np.arange(hi - lo)
     opts = BalanceOptions(ntypes=True, edges=True, features=("paper/train_mask",))
     w, names = vertex_weights(meta, opts, offsets, lo, hi, deg)
-    assert names == ["ntype:author", "ntype:paper", "ntype:institution", "edges", "feature:paper/train_mask"]
-    assert w.shape == (500, 5) and w.dtype == np.int64
+    # With several types, in-degree is balanced per type, as DGL's in-memory partition_graph does.
+    assert names == ["ntype:author", "ntype:paper", "ntype:institution", "edges:author", "edges:paper",
+                     "edges:institution", "feature:paper/train_mask"]
+    assert w.shape == (500, 7) and w.dtype == np.int64
     assert w[:100, 0].all() and not w[100:, 0].any() and w[100:, 1].all() and not w[:, 2].any()
-    assert np.array_equal(w[:, 3], deg)
+    assert np.array_equal(w[:100, 3], deg[:100]) and not w[100:, 3].any()
+    assert np.array_equal(w[100:, 4], deg[100:]) and not w[:100, 4].any() and not w[:, 5].any()
+    assert np.array_equal(w[:, 3:6].sum(axis=1), deg)
     mask = ref["node_feats"][("paper", "train_mask")]
-    assert np.array_equal(w[100:, 4], mask[:400].astype(np.int64)) and not w[:100, 4].any()
+    assert np.array_equal(w[100:, 6], mask[:400].astype(np.int64)) and not w[:100, 6].any()
+    w, names = vertex_weights(meta, BalanceOptions(edges=True), offsets, lo, hi, deg)
+    assert names == ["nodes", "edges"] and np.array_equal(w[:, 1], deg)
     w, names = vertex_weights(meta, BalanceOptions(), offsets, lo, hi, deg)
     assert names == ["nodes"] and (w == 1).all()
 
