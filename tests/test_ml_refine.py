@@ -169,6 +169,23 @@ def test_a_block_over_in_a_constraint_the_vertex_does_not_carry_still_takes_it(t
     assert target[1] == -1
 
 
+def test_best_targets_by_tables_and_per_vertex_agree(monkeypatch) -> None:
+    rng = np.random.default_rng(8)
+    n, k = 500, 6
+    w = np.stack([np.ones(n, dtype=np.int64), rng.integers(0, 2, n), rng.random(n) < 0.2], 1).astype(np.int64)
+    cls, classes = weight_classes(w)
+    caps = np.array([100, 40, 12])
+    bw = caps + rng.integers(-15, 10, (k, 3))
+    src = rng.integers(0, k, n)
+    conn = rng.integers(0, 3, (n, k)) * (rng.random((n, k)) < 0.4)   # many ties
+    args = (cls, classes, src, conn, bw, caps, np.array([2, 1, 1]), np.array([90.0, 35.0, 10.0]))
+    by_tables = best_targets(*args)
+    monkeypatch.setattr(balancer, "TABLE_ENTRIES", 0)
+    per_vertex = best_targets(*args)
+    assert np.array_equal(by_tables[0], per_vertex[0]) and np.array_equal(by_tables[1], per_vertex[1])
+    assert (by_tables[0] >= 0).sum() > n // 4
+
+
 # ---------------------------------------------------------------- whole runs on one rank
 
 def noisy_strips(nx: int, ny: int, k: int, noise: float, seed: int) -> np.ndarray:

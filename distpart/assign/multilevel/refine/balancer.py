@@ -316,8 +316,7 @@ def balance_moves(comm: "Intracomm", ctx: Refinement, st: State) -> Tuple[np.nda
         for s in chunks(len(live), k):
             rows = live[s]
             target[s], priority[s] = best_targets(pool.cls[rows], ctx.classes, pool.src[rows],
-                                                  pool.connections(rows), bw, caps, ctx.hair, ctx.avg,
-                                                  ctx.tie[pool.rows[rows]] % k)
+                                                  pool.connections(rows), bw, caps, ctx.hair, ctx.avg)
         live, target, priority = live[target >= 0], target[target >= 0], priority[target >= 0]
         w, src = pool.w[live], pool.src[live]
         keys = priority_keys(priority, ctx.tie[pool.rows[live]], ctx.gbits)
@@ -412,26 +411,19 @@ def within_room(comm: "Intracomm", keys: np.ndarray, target: np.ndarray, w: np.n
     return ((w == 0) | (keys[:, None] < limit[target])).all(axis=1)
 
 
-def first_from(mask: np.ndarray, offset: "Optional[np.ndarray]") -> np.ndarray:
-    """Per row, the first True column counting from column offset[row] and wrapping (from 0
-    if offset is None): ties among equally good blocks spread over the blocks by a per-vertex
-    offset instead of piling onto the lowest."""
-    k = mask.shape[1]
-    if offset is None:
-        return mask.argmax(axis=1)
-    rank = (np.arange(k, dtype=np.int64)[None, :] - offset[:, None]) % k
-    return np.where(mask, rank, k).argmin(axis=1)
-
-
 def best_targets(cls: np.ndarray, classes: np.ndarray, src: np.ndarray, conn: np.ndarray, bw: np.ndarray,
-                 caps: np.ndarray, hair: np.ndarray, avg: np.ndarray,
-                 spread: "Optional[np.ndarray]" = None) -> Tuple[np.ndarray, np.ndarray]:
+                 caps: np.ndarray, hair: np.ndarray, avg: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     """For each vertex (weights classes[cls], block src, connections conn to every block) of
     an overloaded block: the target with the best cut gain among moves that lower the total
     overload and leave the target within `hair` of its cap in every constraint the vertex
     carries (-1 if none), and the move's priority: cut loss per unit of overload removed.
     A target over cap in a constraint the vertex does not carry still takes it: that rule is
-    what lets every start converge. Equal targets go by `spread` (`first_from`)."""
+    what lets every start converge.
+
+    Among targets of equal gain: the move that removes the most overload, then the block with
+    the most room in the constraints the vertex carries (most vertices of a block see several
+    empty-enough blocks alike: a per-vertex pick among them would scatter a region that leaves
+    together, and the lowest block would take every one of them, one block per step)."""
     k = bw.shape[0]
     i = np.arange(len(src))
     excess = np.maximum(bw - caps, 0)
@@ -443,24 +435,36 @@ def best_targets(cls: np.ndarray, classes: np.ndarray, src: np.ndarray, conn: np
     after = bw + weights
     enter = ((np.maximum(after - caps, 0) - excess) / avg).sum(axis=2)         # (P, k)
     fits = ((weights == 0) | (after <= caps + hair)).all(axis=2)                # (P, k)
+    roomy = np.where(weights > 0, (caps - bw) / avg, np.inf).min(axis=2)        # (P, k)
     del after
     if len(present) * k * k <= TABLE_ENTRIES:
-        # Few classes: every (class, source) pair's row of deltas and valid targets at once.
-        delta = (leave[:, :, None] + enter[:, None, :]).reshape(-1, k)
-        valid = (fits[:, None, :] & ~np.eye(k, dtype=bool)).reshape(-1, k) & (delta < -EPS)
+        # Few classes: for every (class, source) pair, the targets ranked once, so that a
+        # vertex needs one pass over its blocks: score = connection * k + rank.
+        delta = leave[:, :, None] + enter[:, None, :]                           # (P, k, k)
+        valid = fits[:, None, :] & ~np.eye(k, dtype=bool) & (delta < -EPS)
+        blocks = np.broadcast_to(np.arange(k), delta.shape)
+        order = np.lexsort((blocks, -np.broadcast_to(roomy[:, None, :], delta.shape), delta), axis=-1)
+        rank = np.empty_like(order)
+        np.put_along_axis(rank, order, np.arange(k - 1, -1, -1), axis=-1)     # best = k - 1
+        rank = np.where(valid, rank, -1).reshape(-1, k)
+        delta = delta.reshape(-1, k)
         pair = cls * k + src
-        delta, valid = delta[pair], valid[pair]
+        mine = rank[pair]
+        score = np.where(mine >= 0, conn.astype(np.int64) * k + mine, -1)
+        tgt = score.argmax(axis=1)
+        ok = score[i, tgt] >= 0
+        gone = delta[pair, tgt]
     else:
         delta = leave[cls, src][:, None] + enter[cls]
         valid = fits[cls] & (delta < -EPS)
         valid[i, src] = False
-    score = np.where(valid, conn, -1)
-    top = score.max(axis=1)
-    # Best connection first; among equals, the move that removes the most overload; among
-    # equals again (most vertices of a block see several empty-enough blocks alike), spread.
-    delta = np.where(score == top[:, None], delta, np.inf)
-    tgt = first_from(delta == delta.min(axis=1)[:, None], spread)
-    ok = top >= 0
+        score = np.where(valid, conn, -1)
+        top = score.max(axis=1)
+        delta = np.where(score == top[:, None], delta, np.inf)
+        room = np.where(delta == delta.min(axis=1)[:, None], roomy[cls], -np.inf)
+        tgt = (room == room.max(axis=1)[:, None]).argmax(axis=1)
+        ok = top >= 0
+        gone = delta[i, tgt]
     loss = conn[i, src].astype(np.int64) - conn[i, tgt]
-    priority = np.where(ok, loss / np.where(ok, -delta[i, tgt], 1.0), 0.0)
+    priority = np.where(ok, loss / np.where(ok, -gone, 1.0), 0.0)
     return np.where(ok, tgt, -1), priority

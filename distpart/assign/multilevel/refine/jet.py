@@ -12,13 +12,13 @@ global ID, so the result does not depend on the number of ranks.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional, Tuple
+from typing import TYPE_CHECKING, Tuple
 
 import numpy as np
 
 from ....mpi.exchange import allreduce_sum, concat_ranges
 from ..graph import Halo, LevelGraph
-from .balancer import (Refinement, State, balance_state, chunks, column_sums, connections, first_from,
+from .balancer import (Refinement, State, balance_state, chunks, column_sums, connections,
                        priority_keys, within_room)
 
 if TYPE_CHECKING:
@@ -83,8 +83,7 @@ def jet_moves(comm: "Intracomm", ctx: Refinement, st: State, locked: np.ndarray,
               capped: bool) -> Tuple[np.ndarray, np.ndarray]:
     """One Jet iteration's moves: (local vertices, their new blocks). Collective."""
     g = ctx.g
-    target, gain = candidates(g, ctx.halo, st.ext, np.flatnonzero(st.border & ~locked), ctx.k, factor, ctx.unit,
-                              ctx.tie[:g.nlocal] % ctx.k)
+    target, gain = candidates(g, ctx.halo, st.ext, np.flatnonzero(st.border & ~locked), ctx.k, factor, ctx.unit)
     cand = np.flatnonzero(target != st.ext[:g.nlocal])
     both = ctx.halo.extend(comm, np.stack([target, gain], axis=1))
     after = afterburner(g, ctx.halo, st.ext, both[:, 0], both[:, 1], ctx.tie, cand)
@@ -96,13 +95,11 @@ def jet_moves(comm: "Intracomm", ctx: Refinement, st: State, locked: np.ndarray,
 
 
 def candidates(g: LevelGraph, halo: Halo, ext: np.ndarray, rows: np.ndarray, k: int,
-               factor: float, unit: bool = False,
-               spread: "Optional[np.ndarray]" = None) -> Tuple[np.ndarray, np.ndarray]:
+               factor: float, unit: bool = False) -> Tuple[np.ndarray, np.ndarray]:
     """(nlocal,) target block and gain of every local vertex: for the given rows whose best
-    other block (most connection) loses less than floor(factor * own-block connection), that
-    block and the gain; for every other vertex its own block, 0. `unit`: every edge weighs 1;
-    spread: (nlocal,) per-vertex offsets that ties between blocks go by (`first_from`; the
-    lowest block if None)."""
+    other block (most connection; ties to the lower block) loses less than floor(factor *
+    own-block connection), that block and the gain; for every other vertex its own block, 0.
+    `unit`: every edge weighs 1."""
     target = ext[:g.nlocal].copy()
     gain = np.zeros(g.nlocal, dtype=np.int64)
     for s in chunks(len(rows), k):
@@ -111,7 +108,7 @@ def candidates(g: LevelGraph, halo: Halo, ext: np.ndarray, rows: np.ndarray, k: 
         i = np.arange(len(r))
         own = conn[i, ext[r]]
         conn[i, ext[r]] = -1
-        best = first_from(conn == conn.max(axis=1)[:, None], None if spread is None else spread[r])
+        best = conn.argmax(axis=1)
         gn = conn[i, best] - own
         ok = gn > -np.floor(factor * own).astype(np.int64)
         target[r[ok]], gain[r[ok]] = best[ok], gn[ok]
@@ -146,10 +143,14 @@ def afterburner(g: LevelGraph, halo: Halo, ext: np.ndarray, target: np.ndarray, 
 def cap_inflow(comm: "Intracomm", ctx: Refinement, st: State, movers: np.ndarray, targets: np.ndarray,
                gains: np.ndarray) -> np.ndarray:
     """The movers each target block can take, best gain first: its room under the cap plus
-    what its own movers take out, in each constraint (`within_room`). Collective."""
+    what its own movers take out, in each constraint (`within_room`). A mover heavier than
+    the room is dropped first: the first of a prefix, it would stop every lighter one behind
+    it. Collective."""
     g, k = ctx.g, ctx.k
     w = g.vwgt[movers]
     out = allreduce_sum(comm, column_sums(st.ext[movers], w, k))
     room = np.maximum(ctx.caps - st.bw, 0) + out
+    fits = (w <= room[targets]).all(axis=1)
+    movers, targets, gains, w = movers[fits], targets[fits], gains[fits], w[fits]
     keys = priority_keys(-gains.astype(np.float64), ctx.tie[movers], ctx.gbits)
     return movers[within_room(comm, keys, targets, w, room, ctx.nbits)]
