@@ -8,9 +8,12 @@ which refreshes the ghosts' blocks and reduces block weights and the cut in one 
 group, that reaches a weight, found by radix steps of Allreduced integer histograms instead
 of a global sort).
 
-`rebalance` moves vertices out of overloaded blocks (design note, step 3). Every decision is a
-function of global IDs, integer weights and Allreduced integer sums, so the result is the same
-for any number of ranks.
+`rebalance` moves vertices out of overloaded blocks (design note, step 3) in rounds: one halo
+exchange and Allreduce to see the partition, the connections of the overloaded blocks'
+vertices (`Pool`), then steps of target choice (`best_targets`), the two selects (cover each
+block's excess, cheapest first; fill each target within a hair of its cap) and one
+Allreduce of the moved weight. Every decision is a function of global IDs, integer weights
+and Allreduced integer sums, so the result is the same for any number of ranks.
 """
 from __future__ import annotations
 
