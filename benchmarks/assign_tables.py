@@ -33,8 +33,15 @@ def cell_rows(rows: List[dict]) -> List[List[str]]:
                     f"{r['cut_pct']:.2f}", str(r["halo_total"]), str(r["halo_max"]), f"{r['edge_share']:.2f}",
                     f"{max(checked):.3f}" if checked else "", str(moved), str(r.get("time_s", "")),
                     str(r.get("peak_rss_mb", "")),
-                    ", ".join(f"{k} {v:.3f}" for k, v in r.get("over", {}).items()) or "-"])
+                    ", ".join(_over(k, v) for k, v in r.get("over", {}).items()) or "-"])
     return out
+
+
+def _over(name: str, over) -> str:
+    """'ntype:user 1.030 +8': the constraint, its imbalance, how many nodes/edges above the cap."""
+    if isinstance(over, dict):
+        return f"{name} {over['imbalance']:.3f} +{over['excess']}"
+    return f"{name} {over:.3f}"
 
 
 def markdown(rows: List[dict]) -> str:

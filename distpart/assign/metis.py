@@ -23,14 +23,13 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from ..errors import DistpartError
-from .parmetis import _silenced, loaded_path
+from .parmetis import NativeLibrary, _silenced, loaded_path
 
 INSTALL_HINT = "apt install libmetis5"
 
@@ -51,26 +50,8 @@ class MetisError(DistpartError):
     """METIS is missing, incompatible, refused its input, or failed."""
 
 
-@dataclass(frozen=True)
-class Metis:
+class Metis(NativeLibrary):
     """A loaded METIS 5 and the C types of its idx_t and real_t."""
-
-    path: str
-    handle: ctypes.CDLL
-    idx_bits: int
-    real_bits: int
-
-    @property
-    def idx_dtype(self) -> np.dtype:
-        return np.dtype(np.int32 if self.idx_bits == 32 else np.int64)
-
-    @property
-    def real_dtype(self) -> np.dtype:
-        return np.dtype(np.float32 if self.real_bits == 32 else np.float64)
-
-    @property
-    def idx_max(self) -> int:
-        return int(np.iinfo(self.idx_dtype).max)
 
 
 _LOADED: Dict[str, Metis] = {}

@@ -40,8 +40,8 @@ class ParMetisError(DistpartError):
 
 
 @dataclass(frozen=True)
-class ParMetisLibrary:
-    """A loaded ParMETIS and the C types of its idx_t and real_t."""
+class NativeLibrary:
+    """A loaded METIS-family library (ParMETIS, METIS) and the C types of its idx_t and real_t."""
 
     path: str
     handle: ctypes.CDLL
@@ -59,6 +59,10 @@ class ParMetisLibrary:
     @property
     def idx_max(self) -> int:
         return int(np.iinfo(self.idx_dtype).max)
+
+
+class ParMetisLibrary(NativeLibrary):
+    """A loaded ParMETIS."""
 
 
 def find_library(env: Mapping[str, str] = os.environ) -> str:
