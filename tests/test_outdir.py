@@ -176,3 +176,16 @@ def test_overwrite_takes_the_previous_runs_node_types_from_its_config(tmp_path, 
     (out / "assignment" / "notes.txt").write_text("mine")
     with pytest.raises(InputError, match="notes.txt: was not written by distpart"):
         plan_removals(folder, root, files, [], overwrite=True)
+
+
+def test_output_inside_an_input_given_as_its_metadata_file_is_refused(tmp_path):
+    """GSProcessing's metadata file has its own name, so IN may be the file: its folder is
+    the input all the same."""
+    from distpart.run.outdir import refuse_inside_input
+    meta = tmp_path / "in" / "updated_row_counts_metadata.json"
+    meta.parent.mkdir()
+    meta.write_text("{}")
+    for where in (tmp_path / "in", tmp_path / "in" / "out"):
+        with pytest.raises(InputError, match="input graph's folder"):
+            refuse_inside_input(where, meta)
+    refuse_inside_input(tmp_path / "out", meta)   # beside the input: fine
