@@ -63,7 +63,8 @@ def multilevel_assignment(comm: "Intracomm", meta: "GraphMeta", num_parts: int, 
     g.with_totals(comm)
     timings: dict = {}
     parts = multilevel_partition(comm, g, num_parts, balance.imbalance, seed, max_bytes, progress, timings)
-    progress.say(f"multilevel: {timings['levels']} levels, coarsest {timings['coarse_n']} vertices; coarsening "
+    levels = timings["levels"]
+    progress.say(f"multilevel: {levels} level{'' if levels == 1 else 's'}, coarsest {timings['coarse_n']} vertices; coarsening "
                  f"{timings['coarsen_s']:.1f} s, initial partition {timings['initial_s']:.1f} s, refinement "
                  f"{timings['refine_s']:.1f} s")
     weights = block_weights(comm, g, parts, num_parts)
