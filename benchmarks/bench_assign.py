@@ -220,8 +220,10 @@ def bounded(cmd: Sequence[object], timeout: float, env: Optional[dict] = None) -
 def run_distpart_method(args, g: Graph, method: str, cset: str, ub: float, ranks: int, work: Path) -> dict:
     """One `distpart assign` under mpiexec: {"part"} and its time and memory, or {"status"}."""
     name, _, extra = method.partition(":")
-    out = work / "assign" / "run"
-    stats = work / "assign" / "stats.json"
+    # Names of this process's own: two benchmarks sharing a --work-dir (to share its graphs)
+    # must not read each other's assignment or stats.
+    out = work / "assign" / f"run-{os.getpid()}"
+    stats = work / "assign" / f"stats-{os.getpid()}.json"
     shutil.rmtree(out, ignore_errors=True)
     stats.unlink(missing_ok=True)
     argv = ["assign", g.folder, out, "--num-parts", args.parts, "--method", name, "--seed", args.seed,
@@ -239,6 +241,7 @@ def run_distpart_method(args, g: Graph, method: str, cset: str, ub: float, ranks
     row = next(r for r in json.loads(stats.read_text())["stages"] if r["stage"] == "assign")
     part = read_parts(out, g.ntypes)
     shutil.rmtree(out, ignore_errors=True)
+    stats.unlink(missing_ok=True)
     # KaMinPar runs in a child of rank 0; other methods' children are helpers such as
     # ctypes.util.find_library's ldconfig, not part of the method.
     child = max(row.get("child_peak_rss_mb") or [0]) if name == "kaminpar" else 0
@@ -264,7 +267,7 @@ def run_reference(args, g: Graph, key: str, cset: str, ub: float, work: Path) ->
     """A serial METIS reference in its own process (its peak RSS is its own)."""
     folder = metis_csr(g, work)
     vwgt, _ = balance_columns(cset, g, args.parts, ub)
-    weights = work / "metis" / "vwgt.npy"
+    weights = work / "metis" / f"vwgt-{os.getpid()}.npy"
     weights.unlink(missing_ok=True)
     if vwgt is not None:
         np.save(weights, vwgt)
