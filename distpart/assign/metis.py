@@ -23,13 +23,12 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
-from pathlib import Path
 from typing import Dict, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from ..errors import DistpartError
-from .parmetis import NativeLibrary, _silenced, loaded_path
+from .parmetis import NativeLibrary, _silenced, find_native, loaded_path
 
 INSTALL_HINT = "apt install libmetis5"
 
@@ -59,16 +58,9 @@ _LOADED: Dict[str, Metis] = {}
 
 def find_library(env: Mapping[str, str] = os.environ) -> str:
     """Path of the METIS shared library to use; MetisError with the install hint if none."""
-    explicit = env.get("METIS_LIB")
-    if explicit:
-        if not Path(explicit).is_file():
-            raise MetisError(f"METIS_LIB={explicit}: file does not exist")
-        return explicit
-    found = ctypes.util.find_library("metis")
-    if found:
-        return found
-    raise MetisError(f"METIS library (libmetis.so.5) not found: {INSTALL_HINT} (Debian/Ubuntu; "
-                     f"scripts/setup.sh does this), or set METIS_LIB=/path/to/libmetis.so")
+    return find_native(env, "METIS_LIB", "metis", MetisError,
+                       f"METIS library (libmetis.so.5) not found: {INSTALL_HINT} (Debian/Ubuntu; "
+                       f"scripts/setup.sh does this), or set METIS_LIB=/path/to/libmetis.so")
 
 
 def load(env: Mapping[str, str] = os.environ) -> Metis:

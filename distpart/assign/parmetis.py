@@ -19,7 +19,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Mapping, Optional, Tuple, Type
 
 import numpy as np
 
@@ -65,17 +65,25 @@ class ParMetisLibrary(NativeLibrary):
     """A loaded ParMETIS."""
 
 
-def find_library(env: Mapping[str, str] = os.environ) -> str:
-    """Path of the ParMETIS shared library to use; ParMetisError naming both ways if none."""
-    explicit = env.get("PARMETIS_LIB")
+def find_native(env: Mapping[str, str], variable: str, name: str, error: Type[DistpartError],
+                missing: str) -> str:
+    """Path of a METIS-family library: `$variable` if set (it must exist), else the system's
+    `lib<name>`; else `error(missing)`."""
+    explicit = env.get(variable)
     if explicit:
         if not Path(explicit).is_file():
-            raise ParMetisError(f"PARMETIS_LIB={explicit}: file does not exist")
+            raise error(f"{variable}={explicit}: file does not exist")
         return explicit
-    found = ctypes.util.find_library("parmetis")
+    found = ctypes.util.find_library(name)
     if found:
         return found
-    raise ParMetisError(
+    raise error(missing)
+
+
+def find_library(env: Mapping[str, str] = os.environ) -> str:
+    """Path of the ParMETIS shared library to use; ParMetisError naming both ways if none."""
+    return find_native(
+        env, "PARMETIS_LIB", "parmetis", ParMetisError,
         "ParMETIS library not found: set PARMETIS_LIB=/path/to/libparmetis.so (a site build), or "
         "install the system library (Debian: libparmetis4.0 from the non-free component; "
         "Ubuntu: libparmetis4.0 from multiverse; scripts/setup.sh does this)")
