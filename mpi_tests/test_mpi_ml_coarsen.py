@@ -90,7 +90,7 @@ def worker(out: str) -> int:
     from distpart.assign.multilevel.coarsen import cluster_cap, coarsen
     comm = MPI.COMM_WORLD
     g = build_graph(comm)
-    levels, maps = coarsen(comm, g, K, 1.03, SEED, target=TARGET)
+    levels, maps = coarsen(comm, g, K, SEED, target=TARGET)
     graphs = [whole(comm, lv) for lv in levels]
     glob_maps = [gather(comm, m) for m in maps]
     failures = []

@@ -193,7 +193,7 @@ def test_grouping_lonely_vertices_stops_near_the_target():
 
 def test_coarsen_reaches_the_target_and_maps_compose():
     g = community_graph(n=4000, m=20000, seed=4)
-    levels, maps = coarsen(COMM, g, 4, 1.03, seed=1, target=400)
+    levels, maps = coarsen(COMM, g, 4, seed=1, target=400)
     assert levels[0] is g and len(maps) == len(levels) - 1 >= 1
     assert 200 <= levels[-1].n <= 400
     cap = cluster_cap(g.total, 4, g.vwgt.max(axis=0))
@@ -203,5 +203,5 @@ def test_coarsen_reaches_the_target_and_maps_compose():
         cu, cv, w, vw = contraction_by_hand(fine, m, coarse.n)
         assert np.array_equal(coarse.rows(), cu) and np.array_equal(coarse.adjncy, cv) and np.array_equal(coarse.adjwgt, w)
         assert np.array_equal(coarse.vwgt, vw)
-    _, again_maps = coarsen(COMM, g, 4, 1.03, seed=1, target=400)
+    _, again_maps = coarsen(COMM, g, 4, seed=1, target=400)
     assert all(np.array_equal(a, b) for a, b in zip(maps, again_maps))

@@ -92,7 +92,7 @@ def multilevel_partition(comm: "Intracomm", g: LevelGraph, k: int, imbalance: fl
     arcs = int(allreduce_sum(comm, np.array([len(g.adjncy)]))[0]) / comm.Get_size()
     t0 = time.perf_counter()
     with progress.opaque("coarsening", S_PER_ARC["coarsening"] * arcs):
-        levels, maps = coarsen(comm, g, k, imbalance, seed, progress=progress)
+        levels, maps = coarsen(comm, g, k, seed, progress=progress)
     t1 = time.perf_counter()
     coarse_n = levels[-1].n
     with progress.opaque("initial partition", 2.0):

@@ -438,17 +438,16 @@ def contract(comm: "Intracomm", g: LevelGraph, halo: Halo, labels: np.ndarray, p
 
 # ---------------------------------------------------------------- the hierarchy
 
-def coarsen(comm: "Intracomm", g: LevelGraph, k: int, imbalance: float, seed: int,
+def coarsen(comm: "Intracomm", g: LevelGraph, k: int, seed: int,
             progress: "Optional[Progress]" = None, target: Optional[int] = None
             ) -> Tuple[List[LevelGraph], List[np.ndarray]]:
     """Cluster and contract until about `target` (default 2000 * k) vertices remain or a
     level shrinks by less than 5%. Returns (levels, maps): levels[0] is `g`; maps[i] gives
     the global ID in levels[i + 1] of each local vertex of levels[i]. Collective.
 
-    `imbalance` is accepted for the driver's sake; the cluster cap depends on k only
-    (CLUSTER_EPS / k of the total, a tenth of a block): the partition's slack does not limit how coarse a
-    cluster may be, the initial partitioner and the rebalancer handle it."""
-    del imbalance
+    The cluster cap depends on k only (CLUSTER_EPS / k of the total, a tenth of a block),
+    not on --imbalance: the partition's slack does not limit how coarse a cluster may be, the
+    initial partitioner and the rebalancer handle it."""
     if g.total is None:
         g.with_totals(comm)
     target = TARGET_PER_BLOCK * k if target is None else int(target)
