@@ -7,9 +7,14 @@ and run in a temp dir, always stopped afterwards.
 
 Everything lives under the temp dir: the munge key, socket, pid, log and seed files, slurm.conf
 (`AuthInfo=socket=` that munge socket), state, spool, the jobs' TmpFS, logs and pid files. The controller
-and the node are this machine's hostname at 127.0.0.1 on free high ports, so no traffic
-leaves the machine and the system's own munge/SLURM (if any) is neither used nor touched.
-Clients find the configuration through `SLURM_CONF` in `cluster.env`.
+and the node are this machine's hostname at 127.0.0.1 in a network namespace of the cluster's
+own (the supervisor below starts in it through `unshare --net`; it has `lo` and a veth pair): no traffic
+leaves it, and SLURM's ports cannot collide with anything else on the machine. Choosing
+"free" ports in the shared namespace raced with the parallel tests' own connections (seen in
+CI: slurmd "Address already in use"). Client commands enter the namespace with `nsenter`
+(`cluster.command`); it goes away with the supervisor's process tree. The system's own
+munge/SLURM (if any) is neither used nor touched. Clients find the configuration through
+`SLURM_CONF` in `cluster.env`.
 
 The daemons run under a small supervisor process (this file run as a script) that is a
 child subreaper: every process of the cluster, including the `slurmstepd`s that daemonize
@@ -99,6 +104,18 @@ def _supervise() -> None:
     if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
         print(json.dumps({"error": f"prctl(PR_SET_CHILD_SUBREAPER): errno {ctypes.get_errno()}"}), flush=True)
         return
+    # Our network namespace (unshare --net) starts with lo down: SLURM talks over 127.0.0.1.
+    # slurmd binds through getaddrinfo(AI_ADDRCONFIG), which finds no IPv4 at all while lo is
+    # the only interface, so one end of a veth pair (both ends in this namespace; containers
+    # often lack the dummy driver) gets one address (TEST-NET-1, RFC 5737; nothing is sent
+    # to it). They vanish with the namespace.
+    for cmd in (["link", "set", "lo", "up"], ["link", "add", "dp0", "type", "veth", "peer", "name", "dp1"],
+                ["addr", "add", "192.0.2.1/32", "dev", "dp0"], ["link", "set", "dp1", "up"],
+                ["link", "set", "dp0", "up"]):
+        done = subprocess.run(["ip", *cmd], capture_output=True, text=True, timeout=30)
+        if done.returncode != 0:
+            print(json.dumps({"error": f"ip {' '.join(cmd)}: {done.stderr.strip()}"}), flush=True)
+            return
     print(json.dumps({"ready": os.getpid()}), flush=True)
     started: List[int] = []
     grace = 10.0
@@ -180,7 +197,7 @@ def skip_reason() -> str:
     if os.geteuid() != 0:
         return "the test SLURM runs munged, slurmctld and slurmd as root (SlurmUser=root): run as root"
     missing = [p for p in (MUNGED, SLURMCTLD, SLURMD, SLURMSTEPD) if not Path(p).exists()]
-    missing += [c for c in CLIENTS if shutil.which(c) is None]
+    missing += [c for c in (*CLIENTS, "unshare", "nsenter", "ip") if shutil.which(c) is None]
     if missing:
         return (f"not installed: {', '.join(missing)} (scripts/setup-test.sh installs munge, "
                 f"slurmctld, slurmd and slurm-client)")
@@ -205,22 +222,6 @@ class ClusterFailure(AssertionError):
     """A command or job outlived its timeout, or the cluster misbehaved."""
 
 
-def _free_ports(n: int) -> List[int]:
-    """n distinct free high ports (held together while choosing; the daemons bind all addresses)."""
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket()
-            s.bind(("", 0))
-            socks.append(s)
-        ports = [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-    assert all(p >= 1024 for p in ports), ports
-    return ports
-
-
 def _node_line(node: str) -> str:
     """This machine as slurmd sees it (`slurmd -C`): CPUs, sockets, cores, threads, RealMemory."""
     try:
@@ -235,7 +236,8 @@ def _node_line(node: str) -> str:
 
 
 def _config(d: Path, node: str, extra: Sequence[str]) -> str:
-    ctld_port, slurmd_port = _free_ports(2)
+    # SLURM's own default ports: the cluster's network namespace has nothing else in it.
+    ctld_port, slurmd_port = 6817, 6818
     lines = [
         "ClusterName=distpart-test",
         f"SlurmctldHost={node}(127.0.0.1)",
@@ -352,13 +354,17 @@ class SlurmCluster:
             raise ClusterFailure(f"SLURM daemon(s) died: {', '.join(dead)}\n{self.logs()}")
 
     # --- clients ----------------------------------------------------------------------
+    def command(self, argv: Sequence) -> List[str]:
+        """argv run inside the cluster's network namespace (the supervisor's)."""
+        return ["nsenter", f"--net=/proc/{self.supervisor.pid}/ns/net", "--", *[str(a) for a in argv]]
+
     def run(self, argv: Sequence, timeout: float = 60, env: Optional[Dict[str, str]] = None,
             cwd: Optional[Path] = None) -> Run:
         """A client command (srun, salloc, sinfo, ...) in its own process group, run in the
         cluster's dir unless told (so a job's default slurm-N.out lands there). Past the
         timeout every job of this cluster is scancel'ed, the group killed, and the test fails."""
         argv = [str(a) for a in argv]
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        proc = subprocess.Popen(self.command(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True, env=env or self.env, cwd=cwd or self.dir, start_new_session=True)
         try:
             out, err = proc.communicate(timeout=timeout)
@@ -380,7 +386,7 @@ class SlurmCluster:
     def _quick(self, argv: List[str], timeout: float = 30) -> Run:
         """A short query or control command; never recurses into cancel_all."""
         try:
-            r = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+            r = subprocess.run(self.command(argv), stdin=subprocess.DEVNULL, capture_output=True, text=True,
                                env=self.env, cwd=self.dir, timeout=timeout)
         except subprocess.TimeoutExpired:
             return Run(124, "", f"timed out after {timeout}s: {' '.join(argv)}")
@@ -501,7 +507,8 @@ def slurm_cluster(tmp: Path, extra_conf: Sequence[str] = (), start_timeout: floa
     env["SLURM_CONF"] = str(conf)
     env[MARKER] = str(d)
 
-    supervisor = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--supervise"],
+    supervisor = subprocess.Popen(["unshare", "--net", "--", sys.executable, str(Path(__file__).resolve()),
+                                   "--supervise"],
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
                                   cwd=d, start_new_session=True)
     cluster = SlurmCluster(d, conf, node, env, supervisor)
