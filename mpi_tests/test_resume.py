@@ -22,8 +22,6 @@ from conftest import distpart, mpi_command, mpi_env
 psutil = pytest.importorskip("psutil")
 
 PARTS = 4
-# (pause point, what the killed run must have left complete)
-KILL_POINTS = ("assign", "edges", "partition-published")
 
 
 def tree(folder: Path) -> Dict[str, bytes]:
@@ -70,21 +68,20 @@ def kill_at(point: str, nranks: int, argv, timeout: float = 120) -> str:
 
 
 @pytest.fixture(scope="module")
-def reference(example_dir, tmp_path_factory):
-    """One uninterrupted pipeline run per rank count (ParMETIS's result depends on the ranks)."""
-    runs = {}
-
-    def get(nranks: int) -> Dict[str, bytes]:
-        if nranks not in runs:
-            out = tmp_path_factory.mktemp(f"reference{nranks}") / "out"
-            distpart(nranks, "pipeline", example_dir, out, "--num-parts", PARTS)
-            runs[nranks] = tree(out)
-        return runs[nranks]
-    return get
+def reference(example_dir, tmp_path_factory) -> Dict[str, bytes]:
+    """One uninterrupted pipeline run on 2 ranks. The default method (multilevel) and the
+    dispatch give the same bytes for any number of ranks, so the 4-rank resumes compare
+    against it too (which checks that as well, for the whole pipeline)."""
+    out = tmp_path_factory.mktemp("reference") / "out"
+    distpart(2, "pipeline", example_dir, out, "--num-parts", PARTS)
+    return tree(out)
 
 
-@pytest.mark.parametrize("nranks", [2, 4])
-@pytest.mark.parametrize("point", KILL_POINTS)
+# Each kill point on 2 ranks; on 4 ranks the two where the ranks' shares differ most (on 4
+# ranks every rank owns one partition, so a rank 0 paused after publishing leaves only the
+# manifest missing).
+@pytest.mark.parametrize("point,nranks", [("assign", 2), ("edges", 2), ("edges", 4),
+                                          ("partition-published", 2), ("partition-published", 4)])
 def test_killed_and_resumed_equals_uninterrupted(example_dir, tmp_path, reference, nranks, point):
     out = tmp_path / "out"
     argv = ["pipeline", example_dir, out, "--num-parts", PARTS]
@@ -100,7 +97,7 @@ def test_killed_and_resumed_equals_uninterrupted(example_dir, tmp_path, referenc
     assert (out / "assignment" / ".distpart-complete.json").exists() == (point != "assign")
 
     run = distpart(nranks, *argv, "--resume")
-    assert tree(out) == reference(nranks)
+    assert tree(out) == reference
     if point != "assign":
         assert "resume: the assignment in" in run.stderr and "stage assign started" not in run.stderr
     if point == "partition-published":
