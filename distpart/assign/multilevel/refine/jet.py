@@ -6,8 +6,9 @@ candidate if the move loses less than a fraction of its connection to its own bl
 candidate of higher priority (gain, then tie key) had moved, and keeps the moves that still
 gain (`afterburner`); movers are locked for the next iteration. Two halo exchanges (blocks,
 then candidates' targets and gains) and one Allreduce of block weights and cut per
-iteration; the rebalancer runs when the moves leave a block over its cap. The best partition
-seen is returned. Everything is integer or computed per vertex from integers, and ties go by
+iteration; the rebalancer runs when the moves leave a block over its cap. An iteration the
+rebalancer cannot make feasible again is dropped (the next starts from the best partition),
+and MAX_FAILED of them in a row end the level. The best partition seen is returned. Everything is integer or computed per vertex from integers, and ties go by
 global ID, so the result does not depend on the number of ranks.
 """
 from __future__ import annotations
@@ -31,6 +32,7 @@ FINE_FACTOR = 0.25
 MIN_GAIN = 0.001       # an iteration counts as progress if it betters the best by 0.1%
 MAX_ITERATIONS = 1000  # a backstop only: the idle rule ends every run seen long before
 EDGE_PIECE = 1 << 22   # edges the afterburner handles at once
+MAX_FAILED = 2         # iterations in a row the rebalancer leaves infeasible before Jet stops
 
 
 def jet(comm: "Intracomm", g: LevelGraph, halo: Halo, parts: np.ndarray, k: int, caps: np.ndarray,
@@ -46,7 +48,7 @@ def jet(comm: "Intracomm", g: LevelGraph, halo: Halo, parts: np.ndarray, k: int,
     st = ctx.evaluate(comm, parts)
     best, mark = st, st
     locked = np.zeros(g.nlocal, dtype=bool)
-    idle, moved = 0, -1
+    idle, moved, failed = 0, -1, 0
     for _ in range(max_iterations):
         if idle >= max_idle:
             break
@@ -61,6 +63,17 @@ def jet(comm: "Intracomm", g: LevelGraph, halo: Halo, parts: np.ndarray, k: int,
             st = balance_state(comm, ctx, st)
         if st.better_than(best):
             best = st
+        if best.feasible and not st.feasible:
+            # The rebalancer could not undo this iteration's moves (seen with in-degree
+            # balance on power-law graphs, where every iteration of a level ended so): go on
+            # from the best partition, and stop after a few such iterations in a row rather
+            # than spend every remaining one on the rebalancer for nothing.
+            failed += 1
+            if failed >= MAX_FAILED:
+                break
+            st = best
+        else:
+            failed = 0
         if progressed(st, mark):
             mark, idle = st, 0
         else:
