@@ -278,3 +278,53 @@ def test_an_impossible_cap_ends_with_the_least_overload() -> None:
     assert sorted(weights_of(out, vwgt, 2)[:, 0].tolist()) == [5, 9]
     # Jet keeps the least overloaded partition it sees when none is feasible.
     assert sorted(weights_of(jet(COMM, g, halo, out, 2, caps), vwgt, 2)[:, 0].tolist()) == [5, 9]
+
+
+def test_a_stalled_rebalancer_puts_no_hair_on_a_constraint_every_block_meets(monkeypatch) -> None:
+    # 20 x 20 grid, 2 blocks: block 1 holds exactly its cap of vertices (210), block 0 the
+    # other 190 and all 100 training vertices (cap 52). In one step, a training vertex can
+    # only leave block 0 by pushing block 1 over its vertex cap: by at most a hair (2)
+    # normally, not at all once the rebalancer has stalled (else a later step or round has
+    # to move the hair back).
+    monkeypatch.setattr(balancer, "STEPS", 1)
+    n, k = 400, 2
+    ids = np.arange(n)
+    vwgt = np.stack([np.ones(n), ids < 100], 1).astype(np.int64)
+    g, halo = graph(n, grid_edges(20, 20), vwgt)
+    caps = block_caps(g.total, k, 1.05)
+    assert caps.tolist() == [210, 52]
+    parts = (ids >= n - 210).astype(np.int64)
+    ctx = Refinement(COMM, g, halo, k, caps)
+    st = ctx.evaluate(COMM, parts)
+    for strict, most in ((False, 210 + int(ctx.hair[0])), (True, 210)):
+        movers, targets = balancer.balance_moves(COMM, ctx, st, strict=strict)
+        after = parts.copy()
+        after[movers] = targets
+        heaviest = int(weights_of(after, vwgt, k)[:, 0].max())
+        assert heaviest <= most, (strict, heaviest)
+        if not strict:
+            assert heaviest > 210   # the hair was used: the case exercises the rule
+
+
+def test_jet_stops_after_iterations_the_rebalancer_cannot_repair(monkeypatch) -> None:
+    nx, ny, k = 30, 30, 3
+    edges = grid_edges(nx, ny)
+    g, halo = graph(nx * ny, edges)
+    # Strips of 300 vertices, made noisy by swaps (sizes stay 300 = the cap): a Jet
+    # iteration that moves more into a block than out of it leaves it over its cap.
+    start = np.arange(nx * ny) % nx // (nx // k)
+    rng = np.random.default_rng(7)
+    for _ in range(60):
+        a, b = rng.integers(0, nx * ny, 2)
+        start[a], start[b] = start[b], start[a]
+    caps = np.array([nx * ny // k])
+    calls = []
+
+    def failing(comm, ctx, st):   # a rebalancer that never repairs anything
+        calls.append(st.over)
+        return st
+    monkeypatch.setattr(jet_module, "balance_state", failing)
+    out = jet(COMM, g, halo, start, k, caps, finest=True)
+    assert len(calls) == jet_module.MAX_FAILED, calls
+    assert (weights_of(out, g.vwgt, k) <= caps).all()
+    assert cut_of(edges, out) <= cut_of(edges, start)
