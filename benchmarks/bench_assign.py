@@ -415,6 +415,10 @@ def main(argv: Optional[List[str]] = None) -> int:
                          "per input edge and rank, on each graph")
     ap.add_argument("--work-dir", type=Path, help="keeps generated graphs between runs (default: temporary)")
     ap.add_argument("--json", type=Path, default=Path(__file__).parent / "results" / "assign.json")
+    ap.add_argument("--update", action="store_true",
+                    help="fold this run's rows into --json instead of replacing it: a row of the same graph, "
+                         "ranks, imbalance, constraint set and method is replaced, others are kept (to "
+                         "rerun one method after a change without rerunning every reference)")
     args = ap.parse_args(argv)
     if args.metis_worker:
         args.metis_ub = float(args.imbalance)
@@ -476,9 +480,31 @@ def main(argv: Optional[List[str]] = None) -> int:
     print(LEGEND.format(parts=args.parts))
     print_table(shown)
     print(f"benchmark wall time {wall:.0f} s")
-    write_json(args.json, {"parts": args.parts, "ranks": ranks, "imbalances": ubs, "seed": args.seed,
-                           "graphs": infos, "wall_s": round(wall, 1), "rows": rows})
+    result = {"parts": args.parts, "ranks": ranks, "imbalances": ubs, "seed": args.seed,
+              "graphs": infos, "wall_s": round(wall, 1), "rows": rows}
+    if args.update and args.json.exists():
+        result = merged(json.loads(args.json.read_text()), result)
+    write_json(args.json, result)
     return 0
+
+
+def row_key(row: dict) -> tuple:
+    return (row["graph"], row["ranks"], row["imbalance_allowed"], row["constraints"], row["method"])
+
+
+def merged(old: dict, new: dict) -> dict:
+    """`old` results with `new`'s rows in place of the rows of the same key (appended where
+    old has none), and new's graphs and settings added; a changed --parts or --seed would
+    mix incomparable rows, so it is refused."""
+    for key in ("parts", "seed"):
+        if old.get(key) != new[key]:
+            raise SystemExit(f"--update: {key} {new[key]} differs from the file's {old.get(key)}")
+    fresh = {row_key(r): r for r in new["rows"]}
+    rows = [fresh.pop(row_key(r), r) for r in old["rows"]] + list(fresh.values())
+    return {**old, "ranks": sorted(set(old.get("ranks", [])) | set(new["ranks"])),
+            "imbalances": sorted(set(old.get("imbalances", [])) | set(new["imbalances"])),
+            "graphs": {**old.get("graphs", {}), **new["graphs"]}, "rows": rows,
+            "wall_s": round(old.get("wall_s", 0) + new["wall_s"], 1)}
 
 
 if __name__ == "__main__":

@@ -108,3 +108,20 @@ def test_over_limit_counts_units_above_the_cap():
     assert ba.over_limit({"nodes": np.array([1051, 949, 1000, 1000])}, 1.05) == \
         {"nodes": {"imbalance": 1.051, "excess": 1}}
     assert ba.over_limit({"nodes": np.array([1050, 950, 1000, 1000])}, 1.05) == {}
+
+
+def test_update_replaces_rows_of_the_same_key_and_keeps_the_rest():
+    import bench_assign as ba
+
+    def row(graph, method, cut, cons="C0"):
+        return {"graph": graph, "ranks": 2, "imbalance_allowed": 1.05, "constraints": cons, "method": method,
+                "cut_pct": cut}
+    old = {"parts": 4, "seed": 1, "ranks": [2], "imbalances": [1.05], "graphs": {"g": {}}, "wall_s": 10.0,
+           "rows": [row("g", "multilevel", 9.0), row("g", "parmetis", 40.0), row("g", "multilevel", 30.0, "C2")]}
+    new = {"parts": 4, "seed": 1, "ranks": [1], "imbalances": [1.03], "graphs": {"h": {}}, "wall_s": 5.0,
+           "rows": [row("g", "multilevel", 8.0), row("h", "multilevel", 1.0)]}
+    out = ba.merged(old, new)
+    assert [r["cut_pct"] for r in out["rows"]] == [8.0, 40.0, 30.0, 1.0]   # in place, then the new key
+    assert out["ranks"] == [1, 2] and out["imbalances"] == [1.03, 1.05] and set(out["graphs"]) == {"g", "h"}
+    with pytest.raises(SystemExit, match="parts"):
+        ba.merged(old, {**new, "parts": 8})
