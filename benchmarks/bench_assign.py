@@ -495,13 +495,13 @@ def row_key(row: dict) -> tuple:
 def merged(old: dict, new: dict) -> dict:
     """`old` results with `new`'s rows in place of the rows of the same key (appended where
     old has none), and new's graphs and settings added; a changed --parts or --seed would
-    mix incomparable rows, so it is refused."""
+    mix incomparable rows, so it is refused (a file that does not record one is taken as it is)."""
     for key in ("parts", "seed"):
-        if old.get(key) != new[key]:
+        if key in old and old[key] != new[key]:
             raise SystemExit(f"--update: {key} {new[key]} differs from the file's {old.get(key)}")
     fresh = {row_key(r): r for r in new["rows"]}
     rows = [fresh.pop(row_key(r), r) for r in old["rows"]] + list(fresh.values())
-    return {**old, "ranks": sorted(set(old.get("ranks", [])) | set(new["ranks"])),
+    return {**old, "seed": new["seed"], "ranks": sorted(set(old.get("ranks", [])) | set(new["ranks"])),
             "imbalances": sorted(set(old.get("imbalances", [])) | set(new["imbalances"])),
             "graphs": {**old.get("graphs", {}), **new["graphs"]}, "rows": rows,
             "wall_s": round(old.get("wall_s", 0) + new["wall_s"], 1)}
