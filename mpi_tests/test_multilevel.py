@@ -3,10 +3,8 @@ constraint kept together, output that verifies, and an unmet constraint named.""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
-import pytest
 
 from conftest import RANKS, distpart
 from distpart.synthetic import read_whole_graph

@@ -320,7 +320,7 @@ def test_jet_stops_after_iterations_the_rebalancer_cannot_repair(monkeypatch) ->
     caps = np.array([nx * ny // k])
     calls = []
 
-    def failing(comm, ctx, st):   # a rebalancer that never repairs anything
+    def failing(comm, ctx, st, max_rounds=None):   # a rebalancer that never repairs anything
         calls.append(st.over)
         return st
     monkeypatch.setattr(jet_module, "balance_state", failing)

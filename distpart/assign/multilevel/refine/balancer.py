@@ -277,10 +277,11 @@ def rebalance(comm: "Intracomm", g: LevelGraph, halo: Halo, parts: np.ndarray, k
     return balance_state(comm, ctx, ctx.evaluate(comm, parts)).ext[:g.nlocal].copy()
 
 
-def balance_state(comm: "Intracomm", ctx: Refinement, st: State) -> State:
-    """Rounds of `balance_moves` from `st` until feasible or no progress; the best state seen."""
+def balance_state(comm: "Intracomm", ctx: Refinement, st: State, max_rounds: int = MAX_ROUNDS) -> State:
+    """Rounds of `balance_moves` from `st` (at most `max_rounds`) until feasible or no
+    progress; the best state seen."""
     best, stalled = st, 0
-    for _ in range(MAX_ROUNDS):
+    for _ in range(max_rounds):
         if st.feasible:
             break
         movers, targets = balance_moves(comm, ctx, st, strict=stalled > 0)
@@ -307,8 +308,8 @@ def balance_moves(comm: "Intracomm", ctx: Refinement, st: State, strict: bool = 
     a step pushes over its cap sheds in the next: a round does what many rounds of one step
     would, without their halo exchanges and edge passes. The candidates (the vertices of
     the blocks over a cap so far) and their connections are computed once per round."""
-    g, k, caps = ctx.g, ctx.k, ctx.caps
-    parts, bw = st.ext[:g.nlocal], st.bw.copy()
+    k, caps = ctx.k, ctx.caps
+    bw = st.bw.copy()
     pool = Pool(ctx, st)
     for _ in range(STEPS):
         excess = np.maximum(bw - caps, 0)
