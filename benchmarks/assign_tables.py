@@ -1,6 +1,8 @@
 """Markdown tables from `bench_assign.py`'s JSON files, as docs/03-step1.md shows them.
 
     python benchmarks/assign_tables.py benchmarks/results/assign_small.json benchmarks/results/assign_rmat_2m.json
+    python benchmarks/assign_tables.py --imbalance 1.05 --sets C0,C2,C3 --skip-methods random \
+        --skip-refused benchmarks/results/assign_small.json     # docs/03-step1.md's 200k table
 
 One row per (graph, imbalance, constraint set, ranks, method): cut, halo (total and largest
 partition's), the largest partition's share of the edges, the worst imbalance among the
@@ -51,9 +53,22 @@ def markdown(rows: List[dict]) -> str:
 
 
 def main(argv: List[str]) -> int:
+    import argparse
+    ap = argparse.ArgumentParser(description="Markdown tables from bench_assign.py's JSON files")
+    ap.add_argument("files", nargs="+", type=Path)
+    ap.add_argument("--imbalance", type=float, help="only the rows of this --imbalance")
+    ap.add_argument("--sets", help="only these constraint sets (comma-separated)")
+    ap.add_argument("--skip-methods", default="", help="leave out these methods (comma-separated)")
+    ap.add_argument("--skip-refused", action="store_true", help="leave out rows without a partition")
+    args = ap.parse_args(argv)
+    sets = set(args.sets.split(",")) if args.sets else None
+    skip = {m for m in args.skip_methods.split(",") if m}
     rows: List[dict] = []
-    for name in argv:
-        rows += json.loads(Path(name).read_text())["rows"]
+    for name in args.files:
+        rows += [r for r in json.loads(name.read_text())["rows"]
+                 if (args.imbalance is None or r.get("imbalance_allowed") == args.imbalance)
+                 and (sets is None or r.get("constraints") in sets) and r["method"] not in skip
+                 and not (args.skip_refused and "cut_pct" not in r)]
     print(markdown(rows))
     return 0
 

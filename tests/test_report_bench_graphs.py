@@ -3,6 +3,7 @@ dependency graph from a Packages index, breadth-first masks, and the split of a 
 graph into two node types; and the benchmark's quality row on a small assignment."""
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -125,3 +126,20 @@ def test_update_replaces_rows_of_the_same_key_and_keeps_the_rest():
     assert out["ranks"] == [1, 2] and out["imbalances"] == [1.03, 1.05] and set(out["graphs"]) == {"g", "h"}
     with pytest.raises(SystemExit, match="parts"):
         ba.merged(old, {**new, "parts": 8})
+
+
+def test_assign_tables_filters_rows(tmp_path, capsys):
+    import assign_tables as at
+    rows = [{"graph": "g", "ranks": 2, "imbalance_allowed": ub, "constraints": cs, "method": m, "checked": ["nodes"],
+             "cut_pct": 10.0, "halo_total": 5, "halo_max": 3, "edge_share": 0.5, "imbalance": {"nodes": 1.01},
+             "time_s": 1.0, "peak_rss_mb": "9/9"}
+            for ub in (1.03, 1.05) for cs in ("C0", "C1") for m in ("multilevel", "random")]
+    rows.append({"graph": "g", "ranks": 2, "imbalance_allowed": 1.05, "constraints": "C0", "method": "kaminpar",
+                 "status": "n/a (refused)"})
+    f = tmp_path / "r.json"
+    f.write_text(json.dumps({"rows": rows}))
+    at.main(["--imbalance", "1.05", "--sets", "C0", "--skip-methods", "random", "--skip-refused", str(f)])
+    body = capsys.readouterr().out.splitlines()[2:]
+    assert body == ["| g | 1.05 | C0 | 2 | multilevel | 10.00 | 5 | 3 | 0.50 | 1.010 |  | 1.0 | 9/9 | - |"]
+    at.main([str(f)])
+    assert len(capsys.readouterr().out.splitlines()) == 2 + 9
