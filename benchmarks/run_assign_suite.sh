@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Step 1's whole benchmark, as docs/03-step1.md shows it, in one command:
+#
+#   bash benchmarks/run_assign_suite.sh [WORK_DIR]
+#
+# 1. the 200k graphs and the Debian graph: every method and reference, sets C0-C3 and C2s,
+#    --imbalance 1.03 and 1.05, 2 ranks             -> benchmarks/results/assign_small.json
+# 2. RMAT 2M/20M: every method and reference, C0, C2, C3, --imbalance 1.05, 2 ranks, then
+#    multilevel C0 on 1 and 4 ranks as well        -> benchmarks/results/assign_rmat_2m.json
+# 3. the docs' tables from those files (benchmarks/results/assign_tables.md).
+#
+# WORK_DIR (default /var/tmp/distpart-bench) keeps the generated graphs for the next run; the
+# Debian graph needs apt's Packages index (`apt-get update` first). About an hour on a 2-core
+# machine; run it on a quiet one, the times are part of the result.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+work="${1:-/var/tmp/distpart-bench}"
+results=benchmarks/results
+py=python
+if [ -x .venv/bin/python ]; then py=.venv/bin/python; fi
+
+"$py" benchmarks/bench_assign.py --graphs small --constraints C0,C1,C2,C3,C2s --imbalance 1.03,1.05 \
+  --ranks 2 --work-dir "$work" --json "$results/assign_small.json"
+"$py" benchmarks/bench_assign.py --graphs rmat-2m --constraints C0,C2,C3 --imbalance 1.05 --ranks 2 \
+  --methods multilevel,parmetis,kaminpar,random,metis-kway,metis-rb,metis-ncon \
+  --work-dir "$work" --json "$results/assign_rmat_2m.json"
+"$py" benchmarks/bench_assign.py --graphs rmat-2m --constraints C0 --imbalance 1.05 --ranks 1,4 \
+  --methods multilevel --work-dir "$work" --json "$results/assign_rmat_2m.json" --update
+
+{
+  echo "### RMAT 2M nodes / 20M edges, --imbalance 1.05"
+  echo
+  "$py" benchmarks/assign_tables.py --skip-methods random "$results/assign_rmat_2m.json"
+  echo
+  echo "### 200k graphs and the Debian graph, 2 ranks, --imbalance 1.05"
+  echo
+  "$py" benchmarks/assign_tables.py --imbalance 1.05 --sets C0,C2,C3 --skip-methods random --skip-refused \
+    "$results/assign_small.json"
+} > "$results/assign_tables.md"
+echo "written $results/assign_tables.md"
