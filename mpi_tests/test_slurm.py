@@ -130,3 +130,18 @@ def test_slurm_plain_srun_with_site_mpidefault_pmix(tmp_path_factory, tmp_path, 
     assert run.returncode == 0, run.output + _pmix_hint(run.output)
     assert "verify: OK (2 partitions" in run.stdout, run.output
     assert re.search(r"pipeline: 2 ranks on 1 host", run.stderr), run.stderr
+
+
+def test_slurm_runs_in_a_network_namespace_of_its_own(cluster):
+    """The daemons and every client (through `cluster.run`) share one network namespace that is
+    not the test's: SLURM's ports cannot meet any other test's, and its traffic stays inside."""
+    import os
+    ours = os.readlink("/proc/self/ns/net")
+    run = cluster.run(["readlink", "/proc/self/ns/net"], timeout=30)
+    assert run.returncode == 0, run.output
+    theirs = run.stdout.strip()
+    assert theirs.startswith("net:[") and theirs != ours
+    for name, pid in cluster.daemons.items():
+        assert os.readlink(f"/proc/{pid}/ns/net") == theirs, name
+    links = cluster.run(["ip", "-o", "link"], timeout=30).stdout
+    assert "dp0" in links and "eth0" not in links, links
