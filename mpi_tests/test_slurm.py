@@ -11,6 +11,7 @@ What these tests establish (and hostfiles/slurm.sbatch says):
 """
 from __future__ import annotations
 
+import os
 import re
 import sys
 from pathlib import Path
@@ -135,7 +136,6 @@ def test_slurm_plain_srun_with_site_mpidefault_pmix(tmp_path_factory, tmp_path, 
 def test_slurm_runs_in_a_network_namespace_of_its_own(cluster):
     """The daemons and every client (through `cluster.run`) share one network namespace that is
     not the test's: SLURM's ports cannot meet any other test's, and its traffic stays inside."""
-    import os
     ours = os.readlink("/proc/self/ns/net")
     run = cluster.run(["readlink", "/proc/self/ns/net"], timeout=30)
     assert run.returncode == 0, run.output

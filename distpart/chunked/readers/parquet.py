@@ -56,6 +56,11 @@ def buffered_reads_safe(version: Optional[str] = None) -> bool:
     return not 17 <= major < 24
 
 
+def corrupt(path: Path, error: BaseException) -> InputError:
+    """The error for a Parquet file whose data pyarrow cannot decode, on one line."""
+    return InputError(path, f"corrupt Parquet data: {opening.one_line(error)}")
+
+
 @dataclass(frozen=True)
 class ParquetLayout:
     """How a Parquet feature file maps to an array.
@@ -180,7 +185,7 @@ def _first_list_length(pf, path: Path, name: str) -> Optional[int]:
             try:
                 batch = next(pf.iter_batches(batch_size=1, row_groups=[g], columns=[name], use_threads=False))
             except (pa.ArrowException, OSError, StopIteration) as e:
-                raise InputError(path, f"corrupt Parquet data: {opening.one_line(e)}") from None
+                raise corrupt(path, e) from None
             col = batch.column(0)
             if col.null_count:
                 raise InputError(path, f"list column '{name}' is null in row 0")
@@ -293,7 +298,7 @@ class ParquetRows:
             try:
                 table = self.pf.read_row_group(g, columns=self.columns, use_threads=False)
             except (pa.ArrowException, OSError) as e:
-                raise InputError(self.path, f"corrupt Parquet data: {opening.one_line(e)}") from None
+                raise corrupt(self.path, e) from None
             if table.num_rows != int(self.starts[g + 1] - self.starts[g]):
                 raise InputError(self.path, f"row group {g} holds {table.num_rows} rows but its footer "
                                             f"says {int(self.starts[g + 1] - self.starts[g])}")
@@ -311,7 +316,7 @@ class ParquetRows:
                 self._batches = self.pf.iter_batches(batch_size=self.batch_rows, columns=self.columns,
                                                      row_groups=[g], use_threads=False)
             except (pa.ArrowException, OSError) as e:
-                raise InputError(self.path, f"corrupt Parquet data: {opening.one_line(e)}") from None
+                raise corrupt(self.path, e) from None
         end = int(self.starts[g + 1])
         while row < stop:
             batch = self._batch if self._batch is not None else self._next_batch(end)
@@ -334,7 +339,7 @@ class ParquetRows:
         except StopIteration:
             raise InputError(self.path, f"row group {self._group} holds fewer rows than its footer says") from None
         except (pa.ArrowException, OSError) as e:
-            raise InputError(self.path, f"corrupt Parquet data: {opening.one_line(e)}") from None
+            raise corrupt(self.path, e) from None
         if self._pos + batch.num_rows > end:
             raise InputError(self.path, f"row group {self._group} holds more rows than its footer says")
         return batch

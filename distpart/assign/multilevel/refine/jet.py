@@ -6,10 +6,11 @@ candidate if the move loses less than a fraction of its connection to its own bl
 candidate of higher priority (gain, then tie key) had moved, and keeps the moves that still
 gain (`afterburner`); movers are locked for the next iteration. Two halo exchanges (blocks,
 then candidates' targets and gains) and one Allreduce of block weights and cut per
-iteration; the rebalancer runs when the moves leave a block over its cap. An iteration the
-rebalancer cannot make feasible again is dropped (the next starts from the best partition),
-and MAX_FAILED of them in a row end the level. The best partition seen is returned. Everything is integer or computed per vertex from integers, and ties go by
-global ID, so the result does not depend on the number of ranks.
+iteration; the rebalancer runs (REBALANCE_ROUNDS rounds) when the moves leave a block over
+its cap. An iteration the rebalancer cannot make feasible again is dropped (the next starts
+from the best partition), and MAX_FAILED of them in a row end the level. The best partition
+seen is returned. Everything is integer or computed per vertex from integers, and ties go
+by global ID, so the result does not depend on the number of ranks.
 """
 from __future__ import annotations
 
