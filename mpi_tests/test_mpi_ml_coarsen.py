@@ -5,7 +5,11 @@ This file is also the worker: run under mpiexec as a script, it builds a small g
 communities, hubs, isolated vertices, two vertex-weight columns and edge weights (the same
 on every rank, each rank keeping its block of rows), coarsens it, gathers every level and
 map to rank 0 (buffer-based Gatherv), checks each level against a serial recomputation and
-writes a digest of the hierarchy. The test compares the digests across rank counts.
+writes a digest of the hierarchy. It does the same for a torus (no hubs: clustered in pairs)
+coarsened inside the blocks of a given partition, as a V-cycle does, and checks that every
+cluster lies in one block, that the blocks carried to each level are those of its members,
+and that no pair cluster weighs more than twice the level's heaviest vertex. The test
+compares the digests across rank counts.
 """
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 N, M, ISOLATED, K, SEED, TARGET = 6000, 30000, 150, 4, 11, 300
+SIDE = 48          # the torus: SIDE x SIDE vertices, 4 neighbours each
 
 
 def build_graph(comm):
@@ -43,6 +48,58 @@ def build_graph(comm):
     sel = (rows >= lo) & (rows < hi)
     xadj = np.concatenate([[0], np.cumsum(np.bincount(rows[sel] - lo, minlength=hi - lo))])
     return LevelGraph(vtxdist, xadj, key[sel] % N, wsum[sel], vwgt[lo:hi]).with_totals(comm)
+
+
+def build_torus(comm):
+    """A SIDE x SIDE torus, its vertices in row-major order, unit weights; and the block of
+    each local vertex: 4 bands of rows whose borders zigzag (a partition that is not a
+    clustering of the grid's own)."""
+    from distpart.assign.multilevel.graph import LevelGraph
+    from distpart.chunked.readers import block_bounds
+    n = SIDE * SIDE
+    vtxdist = block_bounds(n, comm.Get_size())
+    lo, hi = int(vtxdist[comm.Get_rank()]), int(vtxdist[comm.Get_rank() + 1])
+    v = np.arange(lo, hi, dtype=np.int64)
+    r, c = v // SIDE, v % SIDE
+    nbrs = np.stack([((r + 1) % SIDE) * SIDE + c, ((r - 1) % SIDE) * SIDE + c,
+                     r * SIDE + (c + 1) % SIDE, r * SIDE + (c - 1) % SIDE], axis=1)
+    nbrs.sort(axis=1)
+    g = LevelGraph(vtxdist, np.arange(0, 4 * (hi - lo) + 1, 4, dtype=np.int64), nbrs.reshape(-1),
+                   np.ones(4 * (hi - lo), dtype=np.int64), np.ones((hi - lo, 1), dtype=np.int64))
+    blocks = ((r + (c % 5 == 0)) * 4 // SIDE) % 4
+    return g.with_totals(comm), blocks.astype(np.int64)
+
+
+def within_blocks(comm, failures, digest) -> None:
+    """coarsen_within on the torus: clusters inside blocks, blocks carried, pairs capped."""
+    from distpart.assign.multilevel.coarsen import coarsen_within, mesh_like
+    g, blocks = build_torus(comm)
+    if not mesh_like(comm, g):
+        failures.append("the torus is not mesh-like")
+    levels, maps, coarse_blocks = coarsen_within(comm, g, K, SEED, blocks, cycle=1, target=TARGET)
+    fine_blocks = gather(comm, blocks)
+    glob_maps = [gather(comm, m) for m in maps]
+    weights = [gather(comm, lv.vwgt) for lv in levels]
+    last = gather(comm, coarse_blocks)
+    if comm.Get_rank() != 0:
+        return
+    if len(levels) < 3:
+        failures.append(f"torus: {len(levels)} levels, expected pairs to halve it several times")
+    for i, f2c in enumerate(glob_maps):
+        nc = len(weights[i + 1])
+        lo_b, hi_b = np.full(nc, 99), np.full(nc, -1)
+        np.minimum.at(lo_b, f2c, fine_blocks)
+        np.maximum.at(hi_b, f2c, fine_blocks)
+        if np.any(lo_b != hi_b):
+            failures.append(f"torus level {i + 1}: {int((lo_b != hi_b).sum())} clusters span blocks")
+        if np.any(weights[i + 1] > 2 * weights[i].max(axis=0)):
+            failures.append(f"torus level {i + 1}: a cluster weighs {weights[i + 1].max()} > twice "
+                            f"the heaviest vertex {weights[i].max()}")
+        fine_blocks = lo_b
+    if not np.array_equal(fine_blocks, last):
+        failures.append("torus: the carried blocks of the coarsest level are not its members' blocks")
+    digest["torus"] = [hashlib.sha256(m.tobytes()).hexdigest() for m in glob_maps]
+    digest["torus_blocks"] = hashlib.sha256(last.tobytes()).hexdigest()
 
 
 def gather(comm, arr: np.ndarray) -> np.ndarray:
@@ -94,11 +151,13 @@ def worker(out: str) -> int:
     graphs = [whole(comm, lv) for lv in levels]
     glob_maps = [gather(comm, m) for m in maps]
     failures = []
+    digest = {}
+    within_blocks(comm, failures, digest)
     if comm.Get_rank() == 0:
         cap = cluster_cap(g.total, K, graphs[0][3].max(axis=0))
         for i, (fine, coarse, f2c) in enumerate(zip(graphs, graphs[1:], glob_maps)):
             check_level(fine, coarse, f2c, cap, failures, i + 1)
-        digest = {"sizes": [lv.n for lv in levels], "levels": [], "maps": []}
+        digest.update({"sizes": [lv.n for lv in levels], "levels": [], "maps": []})
         for arrays in graphs:
             digest["levels"].append(hashlib.sha256(b"".join(a.tobytes() for a in arrays)).hexdigest())
         for m in glob_maps:

@@ -59,14 +59,22 @@ def test_pipeline_keeps_every_constraint(example_dir, tmp_path):
     assert _cut(ref, assign) < 0.75 * random_cut
 
 
-def test_nodes_only_cut_beats_random_by_far(tmp_path):
+def test_mesh_cut_is_near_optimal_and_the_same_for_every_rank_count(tmp_path):
+    """A torus is mesh-like: coarsened in pairs, then a V-cycle; both keep the assignment
+    independent of R."""
     from distpart.synthetic import mesh_graph
     folder = tmp_path / "mesh"
     mesh_graph(folder, 4096, num_chunks=2, seed=1)
-    distpart(2, "assign", folder, tmp_path / "a", "--num-parts", NUM_PARTS, "--method", "multilevel")
+    files = {}
+    for r in RANKS:
+        run = distpart(r, "assign", folder, tmp_path / f"a{r}", "--num-parts", NUM_PARTS, "--method", "multilevel")
+        assert "V-cycle" in run.output, run.output
+        files[r] = {f.name: f.read_bytes() for f in sorted((tmp_path / f"a{r}").glob("*.txt"))}
+    for r in RANKS[1:]:
+        assert files[r] == files[RANKS[0]], f"R={r} differs from R={RANKS[0]}"
     ref = read_whole_graph(folder / "metadata.json")
     ntypes = list(ref["num_nodes"])
-    assign = read_assignment_files(tmp_path / "a", ntypes)
+    assign = read_assignment_files(tmp_path / f"a{RANKS[0]}", ntypes)
     sizes = np.bincount(np.concatenate(list(assign.values())), minlength=NUM_PARTS)
     assert sizes.max() <= 1.05 * sizes.mean() + 1, sizes
     edges = sum(len(s) for s, _ in ref["edges"].values())

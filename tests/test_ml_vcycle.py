@@ -1,0 +1,64 @@
+"""Mesh-like graphs in `--method multilevel`: which graphs count as mesh-like (coarsened in
+pairs and given a V-cycle), and that the V-cycle only ever lowers the cut, on one process
+(COMM_SELF). The same on 1, 2 and 4 ranks: mpi_tests/test_mpi_ml_coarsen.py (hierarchy) and
+mpi_tests/test_multilevel.py (whole method on a torus)."""
+from __future__ import annotations
+
+import numpy as np
+from mpi4py import MPI
+
+import distpart.assign.multilevel as ml
+from distpart.assign.multilevel import coarsen as coarsen_module
+from distpart.assign.multilevel.coarsen import mesh_like
+from distpart.assign.multilevel.graph import block_caps
+from test_ml_refine import cut_of, graph, grid_edges, weights_of
+
+COMM = MPI.COMM_SELF
+
+
+def test_a_grid_is_mesh_like_and_a_grid_with_a_hub_is_not() -> None:
+    edges = grid_edges(30, 30)
+    g, _ = graph(900, edges)
+    assert mesh_like(COMM, g)
+    hub = np.stack([np.zeros(120, dtype=np.int64), np.arange(1, 121)], 1)   # vertex 0 gains 120 neighbours
+    both = np.unique(np.sort(np.concatenate([edges, hub]), axis=1), axis=0)
+    g, _ = graph(900, both)
+    assert not mesh_like(COMM, g)
+
+
+def run(g, k: int, monkeypatch, cycles: int) -> "tuple[np.ndarray, dict]":
+    monkeypatch.setattr(ml, "V_CYCLES", cycles)
+    timings: dict = {}
+    parts = ml.multilevel_partition(COMM, g, k, 1.03, seed=2, timings=timings)
+    return parts, timings
+
+
+def test_a_v_cycle_never_raises_the_cut_and_keeps_the_caps(monkeypatch) -> None:
+    monkeypatch.setattr(coarsen_module, "TARGET_PER_BLOCK", 40)   # a 60 x 60 grid gets levels
+    nx = ny = 60
+    edges = grid_edges(nx, ny)
+    rng = np.random.default_rng(7)
+    vwgt = np.stack([np.ones(nx * ny), rng.random(nx * ny) < 0.2], 1).astype(np.int64)
+    g, _ = graph(nx * ny, edges, vwgt)
+    k = 4
+    caps = block_caps(g.total, k, 1.03)
+    once, t1 = run(g, k, monkeypatch, 1)
+    twice, t2 = run(g, k, monkeypatch, 2)
+    assert t1["cycles"] == 1 and t2["cycles"] == 2 and t2["levels"] >= 3
+    for parts in (once, twice):
+        assert (weights_of(parts, vwgt, k) <= caps).all()
+    assert cut_of(edges, twice) <= cut_of(edges, once)
+    # Four blocks of a 60 x 60 grid: the best cut 120 edges, random 5300.
+    assert cut_of(edges, twice) < 3 * 120, cut_of(edges, twice)
+
+
+def test_a_graph_with_hubs_gets_one_pass(monkeypatch) -> None:
+    monkeypatch.setattr(coarsen_module, "TARGET_PER_BLOCK", 40)
+    rng = np.random.default_rng(3)
+    n = 2000
+    u = rng.integers(0, n, 8000)
+    v = np.where(rng.random(8000) < 0.5, rng.integers(0, 20, 8000), rng.integers(0, n, 8000))   # 20 hubs
+    e = np.unique(np.sort(np.stack([u, v], 1)[u != v], axis=1), axis=0)
+    g, _ = graph(n, e)
+    _, t = run(g, 4, monkeypatch, 2)
+    assert t["cycles"] == 1
