@@ -7,7 +7,9 @@
 #    --imbalance 1.03 and 1.05, 2 ranks             -> benchmarks/results/assign_small.json
 # 2. RMAT 2M/20M: every method and reference, C0, C2, C3, --imbalance 1.05, 2 ranks, then
 #    multilevel C0 on 1 and 4 ranks as well        -> benchmarks/results/assign_rmat_2m.json
-# 3. the docs' tables from those files (benchmarks/results/assign_tables.md).
+# 3. the 200k graphs and the Debian graph in 16 parts: multilevel, ParMETIS, KaMinPar and the
+#    METIS references, C0 and C2, --imbalance 1.05    -> benchmarks/results/assign_k16.json
+# 4. the docs' tables from those files (benchmarks/results/assign_tables.md).
 #
 # WORK_DIR (default /var/tmp/distpart-bench) keeps the generated graphs for the next run; the
 # Debian graph needs apt's Packages index (`apt-get update` first). About an hour on a 2-core
@@ -26,6 +28,9 @@ if [ -x .venv/bin/python ]; then py=.venv/bin/python; fi
   --work-dir "$work" --json "$results/assign_rmat_2m.json"
 "$py" benchmarks/bench_assign.py --graphs rmat-2m --constraints C0 --imbalance 1.05 --ranks 1,4 \
   --methods multilevel --work-dir "$work" --json "$results/assign_rmat_2m.json" --update
+"$py" benchmarks/bench_assign.py --graphs small --constraints C0,C2 --imbalance 1.05 --ranks 2 --parts 16 \
+  --methods multilevel,parmetis,kaminpar,metis-kway,metis-rb,metis-ncon \
+  --work-dir "$work" --json "$results/assign_k16.json"
 
 {
   echo "### RMAT 2M nodes / 20M edges, --imbalance 1.05"
@@ -36,5 +41,9 @@ if [ -x .venv/bin/python ]; then py=.venv/bin/python; fi
   echo
   "$py" benchmarks/assign_tables.py --imbalance 1.05 --sets C0,C2,C3 --skip-methods random --skip-refused \
     "$results/assign_small.json"
+  echo
+  echo "### 16 parts: the 200k graphs and the Debian graph, 2 ranks, --imbalance 1.05"
+  echo
+  "$py" benchmarks/assign_tables.py --skip-refused "$results/assign_k16.json"
 } > "$results/assign_tables.md"
 echo "written $results/assign_tables.md"

@@ -30,10 +30,11 @@ __all__ = ["multilevel_assignment", "multilevel_partition", "unmet_constraints"]
 # 2-core nodes with 2 ranks; rough: the ETA only has to be the right order).
 S_PER_ARC = {"coarsening": 1.0e-6, "refinement": 2.0e-6}
 # Passes of the whole method on a mesh-like graph (coarsen.mesh_like): the first, then
-# V-cycles. Torus 200k, k = 4, cut edges after 1 / 2 / 3 passes: 2282 / 2213 / 2207 (METIS
-# k-way 2049), each pass about the first's time. Graphs with hubs gain nothing, so they get
-# one pass (RMAT 2M: 5.77% either way, for 45 s more).
-V_CYCLES = 2
+# V-cycles, each costing about what the first pass does. Torus 200k, k = 4, --imbalance
+# 1.05, cut edges after 1-6 passes: seed 1 2282 2227 2204 2185 2169 2161; seed 3 (2-6
+# passes) 2286 2271 2269 2259 2245; METIS k-way 2049. Graphs with hubs gain nothing from a
+# V-cycle (RMAT 2M: 5.77% either way, for 45 s more), so they get one pass.
+V_CYCLES = 3
 
 
 def multilevel_assignment(comm: "Intracomm", meta: "GraphMeta", num_parts: int, balance: "BalanceOptions",
@@ -90,8 +91,8 @@ def multilevel_partition(comm: "Intracomm", g: LevelGraph, k: int, imbalance: fl
     project. On a mesh-like graph (`coarsen.mesh_like`) then V_CYCLES - 1 more times: coarsen
     again with every cluster inside one block, and refine that hierarchy from the partition
     carried to its coarsest level (a V-cycle: Jet moves the new clusters along the
-    boundaries; the cut never grows). Collective; the result depends on (g, k, imbalance,
-    seed), not on R."""
+    boundaries; Jet keeps the best partition it sees, so a V-cycle never makes it worse).
+    Collective; the result depends on (g, k, imbalance, seed), not on R."""
     from .coarsen import coarsen, coarsen_within, mesh_like
     from .initial import initial_partition
 
