@@ -115,7 +115,7 @@ def multilevel_partition(comm: "Intracomm", g: LevelGraph, k: int, imbalance: fl
     t3 = time.perf_counter()
     cycles = V_CYCLES if mesh_like(comm, g) else 1
     for cycle in range(1, cycles):
-        with progress.opaque(f"V-cycle {cycle + 1}", (S_PER_ARC["coarsening"] + S_PER_ARC["refinement"]) * arcs):
+        with progress.opaque(f"V-cycle {cycle}", (S_PER_ARC["coarsening"] + S_PER_ARC["refinement"]) * arcs):
             levels, maps, coarse_parts = coarsen_within(comm, g, k, seed, parts, cycle, progress=progress)
             parts = uncoarsen(comm, levels, maps, coarse_parts, k, caps, seed, max_bytes)
             del levels, maps

@@ -540,7 +540,7 @@ def _hierarchy(comm: "Intracomm", g: LevelGraph, k: int, seed: int, progress: "O
         maps.append(fine_to_coarse)
         if progress is not None:
             m = int(allreduce_sum(comm, np.array([len(coarse.adjncy)]))[0])
-            progress.say(f"coarsening level {len(levels) - 1}{'' if cycle == 0 else f' (V-cycle {cycle + 1})'}: "
+            progress.say(f"coarsening level {len(levels) - 1}{'' if cycle == 0 else f' (V-cycle {cycle})'}: "
                          f"{fine.n:,} -> {coarse.n:,} vertices, {m // 2:,} edges"
                          f"{' in pairs' if pairs else ''} ({time.perf_counter() - t0:.1f} s)")
         if coarse.n * 100 > (100 - MIN_SHRINK_PERCENT) * fine.n:
