@@ -9,7 +9,9 @@
 #    multilevel C0 on 1 and 4 ranks as well        -> benchmarks/results/assign_rmat_2m.json
 # 3. the 200k graphs and the Debian graph in 16 parts: multilevel, ParMETIS, KaMinPar and the
 #    METIS references, C0 and C2, --imbalance 1.05    -> benchmarks/results/assign_k16.json
-# 4. the docs' tables from those files (benchmarks/results/assign_tables.md).
+# 4. a 2M-node torus, nodes only: multilevel with and without its V-cycle, ParMETIS, KaMinPar
+#    and the METIS references                      -> benchmarks/results/assign_mesh_2m.json
+# 5. the docs' tables from those files (benchmarks/results/assign_tables.md).
 #
 # WORK_DIR (default /var/tmp/distpart-bench) keeps the generated graphs for the next run; the
 # Debian graph needs apt's Packages index (`apt-get update` first). About an hour on a 2-core
@@ -31,6 +33,9 @@ if [ -x .venv/bin/python ]; then py=.venv/bin/python; fi
 "$py" benchmarks/bench_assign.py --graphs small --constraints C0,C2 --imbalance 1.05 --ranks 2 --parts 16 \
   --methods multilevel,parmetis,kaminpar,metis-kway,metis-rb,metis-ncon \
   --work-dir "$work" --json "$results/assign_k16.json"
+"$py" benchmarks/bench_assign.py --graphs mesh-2m --constraints C0 --imbalance 1.05 --ranks 2 \
+  --methods "multilevel,multilevel:--vcycles 0,parmetis,kaminpar,metis-kway,metis-rb" \
+  --work-dir "$work" --json "$results/assign_mesh_2m.json"
 
 {
   echo "### RMAT 2M nodes / 20M edges, --imbalance 1.05"
@@ -45,5 +50,9 @@ if [ -x .venv/bin/python ]; then py=.venv/bin/python; fi
   echo "### 16 parts: the 200k graphs and the Debian graph, 2 ranks, --imbalance 1.05"
   echo
   "$py" benchmarks/assign_tables.py --skip-refused "$results/assign_k16.json"
+  echo
+  echo "### A 2M-node torus (mesh), 2 ranks, --imbalance 1.05"
+  echo
+  "$py" benchmarks/assign_tables.py "$results/assign_mesh_2m.json"
 } > "$results/assign_tables.md"
 echo "written $results/assign_tables.md"

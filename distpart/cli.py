@@ -165,12 +165,27 @@ def output_format_options(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--store-inner-edge", action="store_true", help="graphbolt: keep the inner_edge mask")
 
 
+def non_negative_int(text: str) -> int:
+    """argparse type: an integer >= 0 (argparse then names the option and exits 2)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
 def method_options(sp: argparse.ArgumentParser) -> None:
     """Step 1's options, shared by `assign` and `pipeline` (DGL partition_graph's names)."""
     from .assign import METHODS
     sp.add_argument("--method", choices=METHODS, default="multilevel")
     sp.add_argument("--threads", type=int, metavar="N",
                     help="kaminpar: threads of the one process that runs it (default: the cores of its node)")
+    sp.add_argument("--vcycles", type=non_negative_int, metavar="N",
+                    help="multilevel: refine N more times, each from a hierarchy coarsened inside the blocks "
+                         "found so far (V-cycles; each costs about the first pass's time and lowers the cut a "
+                         "little). Default: 1 on mesh-like graphs (no hubs), 0 otherwise")
     sp.add_argument("--seed", type=int, default=0)
     sp.add_argument("--balance-ntypes", action="store_true", help="balance every node type (multilevel, parmetis; kaminpar refuses more than one constraint)")
     sp.add_argument("--balance-edges", action="store_true", help="balance edges, as in-degree, per node type with --balance-ntypes "

@@ -97,7 +97,8 @@ def _claim_output_folders(comm: Intracomm, args: argparse.Namespace, meta) -> No
 
 def _step1_options(args: argparse.Namespace) -> dict:
     """What Step 1's assignment depends on besides the input (and the number of ranks)."""
-    keys = ("method", "seed", "balance_ntypes", "balance_edges", "balance_feature", "imbalance", "vertex_order")
+    keys = ("method", "seed", "balance_ntypes", "balance_edges", "balance_feature", "imbalance", "vertex_order",
+            "vcycles")
     recorded = {k: getattr(args, k) for k in keys if hasattr(args, k)}
     recorded["num_parts"] = args.num_parts
     return recorded
@@ -150,7 +151,7 @@ def _step1(comm: Intracomm, args: argparse.Namespace, meta, assign_dir: Path, ke
                                  args.imbalance)
         assignment = compute_assignment(comm, meta, args.num_parts, args.method, balance, args.seed, max_bytes,
                                         log.progress, vertex_order=args.vertex_order, threads=args.threads,
-                                        work_dir=assign_dir)
+                                        work_dir=assign_dir, vcycles=args.vcycles)
         write_assignment(comm, assignment, meta, assign_dir)
         digest = fingerprint(comm, assignment, meta)
         with agreed(comm):

@@ -72,9 +72,15 @@ def test_mesh_cut_is_near_optimal_and_the_same_for_every_rank_count(tmp_path):
         files[r] = {f.name: f.read_bytes() for f in sorted((tmp_path / f"a{r}").glob("*.txt"))}
     for r in RANKS[1:]:
         assert files[r] == files[RANKS[0]], f"R={r} differs from R={RANKS[0]}"
+    # --vcycles 0: the first pass alone, no worse a cut (Jet keeps its best along a V-cycle).
+    run = distpart(1, "assign", folder, tmp_path / "once", "--num-parts", NUM_PARTS, "--method", "multilevel",
+                   "--vcycles", 0)
+    assert "V-cycle" not in run.output, run.output
     ref = read_whole_graph(folder / "metadata.json")
     ntypes = list(ref["num_nodes"])
     assign = read_assignment_files(tmp_path / f"a{RANKS[0]}", ntypes)
+    once = read_assignment_files(tmp_path / "once", ntypes)
+    assert _cut(ref, assign) <= _cut(ref, once), (_cut(ref, assign), _cut(ref, once))
     sizes = np.bincount(np.concatenate(list(assign.values())), minlength=NUM_PARTS)
     assert sizes.max() <= 1.05 * sizes.mean() + 1, sizes
     edges = sum(len(s) for s, _ in ref["edges"].values())

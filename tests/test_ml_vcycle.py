@@ -5,6 +5,7 @@ mpi_tests/test_multilevel.py (whole method on a torus)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from mpi4py import MPI
 
 import distpart.assign.multilevel as ml
@@ -26,10 +27,9 @@ def test_a_grid_is_mesh_like_and_a_grid_with_a_hub_is_not() -> None:
     assert not mesh_like(COMM, g)
 
 
-def run(g, k: int, monkeypatch, cycles: int) -> "tuple[np.ndarray, dict]":
-    monkeypatch.setattr(ml, "V_CYCLES", cycles)
+def run(g, k: int, vcycles=None) -> "tuple[np.ndarray, dict]":
     timings: dict = {}
-    parts = ml.multilevel_partition(COMM, g, k, 1.03, seed=2, timings=timings)
+    parts = ml.multilevel_partition(COMM, g, k, 1.03, seed=2, timings=timings, vcycles=vcycles)
     return parts, timings
 
 
@@ -42,14 +42,16 @@ def test_a_v_cycle_never_raises_the_cut_and_keeps_the_caps(monkeypatch) -> None:
     g, _ = graph(nx * ny, edges, vwgt)
     k = 4
     caps = block_caps(g.total, k, 1.03)
-    once, t1 = run(g, k, monkeypatch, 1)
-    twice, t2 = run(g, k, monkeypatch, 2)
-    assert t1["cycles"] == 1 and t2["cycles"] == 2 and t2["levels"] >= 3
-    for parts in (once, twice):
+    once, t1 = run(g, k, vcycles=0)
+    default, t2 = run(g, k)
+    thrice, t3 = run(g, k, vcycles=2)
+    # A grid is mesh-like: by default it gets MESH_VCYCLES V-cycles.
+    assert t1["cycles"] == 1 and t2["cycles"] == 1 + ml.MESH_VCYCLES and t3["cycles"] == 3 and t2["levels"] >= 3
+    for parts in (once, default, thrice):
         assert (weights_of(parts, vwgt, k) <= caps).all()
-    assert cut_of(edges, twice) <= cut_of(edges, once)
+    assert cut_of(edges, thrice) <= cut_of(edges, default) <= cut_of(edges, once)
     # Four blocks of a 60 x 60 grid: the best cut 120 edges, random 5300.
-    assert cut_of(edges, twice) < 3 * 120, cut_of(edges, twice)
+    assert cut_of(edges, default) < 3 * 120, cut_of(edges, default)
 
 
 def test_a_graph_with_hubs_gets_one_pass(monkeypatch) -> None:
@@ -60,5 +62,18 @@ def test_a_graph_with_hubs_gets_one_pass(monkeypatch) -> None:
     v = np.where(rng.random(8000) < 0.5, rng.integers(0, 20, 8000), rng.integers(0, n, 8000))   # 20 hubs
     e = np.unique(np.sort(np.stack([u, v], 1)[u != v], axis=1), axis=0)
     g, _ = graph(n, e)
-    _, t = run(g, 4, monkeypatch, 2)
+    _, t = run(g, 4)
     assert t["cycles"] == 1
+    _, t = run(g, 4, vcycles=1)   # asked for: given, hubs or not
+    assert t["cycles"] == 2
+
+
+@pytest.mark.parametrize("value, message", [("-1", "must be 0 or more, got -1"), ("two", "expected a whole number")])
+def test_a_bad_vcycles_value_is_refused_by_name(value: str, message: str, capsys, tmp_path) -> None:
+    from distpart.cli import main
+    with pytest.raises(SystemExit) as stop:
+        main(["assign", str(tmp_path / "in"), str(tmp_path / "out"), "--num-parts", "4", "--vcycles", value])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "--vcycles" in err and message in err, err
+    assert not (tmp_path / "out").exists()

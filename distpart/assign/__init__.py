@@ -31,7 +31,8 @@ METHODS = ("multilevel", "parmetis", "kaminpar", "random")
 def compute_assignment(comm: "Intracomm", meta: "GraphMeta", num_parts: int, method: str,
                        balance: "BalanceOptions", seed: int = 0, max_bytes: Optional[int] = None,
                        progress: "Optional[Progress]" = None, *, vertex_order: str = "degree",
-                       threads: Optional[int] = None, work_dir: "str | Path" = ".") -> "Assignment":
+                       threads: Optional[int] = None, work_dir: "str | Path" = ".",
+                       vcycles: Optional[int] = None) -> "Assignment":
     """Step 1 by the named method: the one place that chooses, for the command line and
     `partition_graph`. Collective. Each method's module is imported only when chosen
     (KaMinPar and ParMETIS are optional at run time)."""
@@ -45,7 +46,7 @@ def compute_assignment(comm: "Intracomm", meta: "GraphMeta", num_parts: int, met
         return kaminpar_assignment(comm, meta, num_parts, balance, seed, max_bytes, progress, threads, work_dir)
     if method == "multilevel":
         from .multilevel import multilevel_assignment
-        return multilevel_assignment(comm, meta, num_parts, balance, seed, max_bytes, progress)
+        return multilevel_assignment(comm, meta, num_parts, balance, seed, max_bytes, progress, vcycles)
     if method == "parmetis":
         from .assignment import parmetis_assignment
         return parmetis_assignment(comm, meta, num_parts, balance, seed, max_bytes, progress, vertex_order)

@@ -29,21 +29,23 @@ __all__ = ["multilevel_assignment", "multilevel_partition", "unmet_constraints"]
 # Seconds per adjacency entry a rank holds, for the progress ETA of each phase (measured on
 # 2-core nodes with 2 ranks; rough: the ETA only has to be the right order).
 S_PER_ARC = {"coarsening": 1.0e-6, "refinement": 2.0e-6}
-# Passes of the whole method on a mesh-like graph (coarsen.mesh_like): the first, then
-# V-cycles, each costing about what the first pass does. Torus 200k, k = 4, --imbalance
-# 1.05, cut edges after 1-6 passes: seed 1 2282 2227 2204 2185 2169 2161; seed 3 (2-6
-# passes) 2286 2271 2269 2259 2245; METIS k-way 2049. Graphs with hubs gain nothing from a
-# V-cycle (RMAT 2M: 5.77% either way, for 45 s more), so they get one pass.
-V_CYCLES = 3
+# V-cycles after the first pass on a mesh-like graph (coarsen.mesh_like) unless --vcycles
+# says otherwise. Each costs about what the first pass does: torus 2M, 2 ranks, 26 s per
+# pass (ParMETIS: 5.5 s). Torus 200k, k = 4, --imbalance 1.05, cut edges after 0-5
+# V-cycles: seed 1 2282 2227 2204 2185 2169 2161; seed 3 (1-5) 2286 2271 2269 2259 2245;
+# METIS k-way 2049. Graphs with hubs gain nothing from one (RMAT 2M: 5.77% either way, for
+# 45 s more).
+MESH_VCYCLES = 1
 
 
 def multilevel_assignment(comm: "Intracomm", meta: "GraphMeta", num_parts: int, balance: "BalanceOptions",
                           seed: int = 0, max_bytes: int = DEFAULT_MAX_BYTES,
-                          progress: Optional[Progress] = None) -> "Assignment":
+                          progress: Optional[Progress] = None, vcycles: Optional[int] = None) -> "Assignment":
     """The multilevel method on the symmetrized homogeneous graph (the one ParMETIS gets, in
     input order: the numbering is global, so it does not depend on R), split back into
     per-type blocks. Collective. Every balance option becomes a vertex-weight column
-    (`balance.vertex_weights`); a constraint that cannot be met is named with its imbalance."""
+    (`balance.vertex_weights`); a constraint that cannot be met is named with its imbalance.
+    `vcycles`: see `multilevel_partition`."""
     from ...mpi.collective import agreed
     from ..adjacency import build_csr, type_offsets
     from ..assignment import split_by_type
@@ -68,7 +70,7 @@ def multilevel_assignment(comm: "Intracomm", meta: "GraphMeta", num_parts: int, 
     del csr, vwgt
     g.with_totals(comm)
     timings: dict = {}
-    parts = multilevel_partition(comm, g, num_parts, balance.imbalance, seed, max_bytes, progress, timings)
+    parts = multilevel_partition(comm, g, num_parts, balance.imbalance, seed, max_bytes, progress, timings, vcycles)
     levels = timings["levels"]
     progress.say(f"multilevel: {levels} level{'' if levels == 1 else 's'}, coarsest {timings['coarse_n']} vertices; coarsening "
                  f"{timings['coarsen_s']:.1f} s, initial partition {timings['initial_s']:.1f} s, refinement "
@@ -85,13 +87,14 @@ def multilevel_assignment(comm: "Intracomm", meta: "GraphMeta", num_parts: int, 
 
 def multilevel_partition(comm: "Intracomm", g: LevelGraph, k: int, imbalance: float, seed: int = 0,
                          max_bytes: int = DEFAULT_MAX_BYTES, progress: Optional[Progress] = None,
-                         timings: Optional[dict] = None) -> np.ndarray:
+                         timings: Optional[dict] = None, vcycles: Optional[int] = None) -> np.ndarray:
     """Partition of this rank's vertices of `g` into k blocks: coarsen, partition the
     coarsest graph, then at every level on the way back rebalance, refine with Jet and
-    project. On a mesh-like graph (`coarsen.mesh_like`) then V_CYCLES - 1 more times: coarsen
-    again with every cluster inside one block, and refine that hierarchy from the partition
-    carried to its coarsest level (a V-cycle: Jet moves the new clusters along the
-    boundaries; Jet keeps the best partition it sees, so a V-cycle never makes it worse).
+    project. Then `vcycles` times (default MESH_VCYCLES on a mesh-like graph, see
+    `coarsen.mesh_like`, else 0): coarsen again with every cluster inside one block, and
+    refine that hierarchy from the partition carried to its coarsest level (a V-cycle: Jet
+    moves the new clusters along the boundaries; Jet keeps the best partition it sees, so a
+    V-cycle never makes it worse).
     Collective; the result depends on (g, k, imbalance, seed), not on R."""
     from .coarsen import coarsen, coarsen_within, mesh_like
     from .initial import initial_partition
@@ -113,7 +116,9 @@ def multilevel_partition(comm: "Intracomm", g: LevelGraph, k: int, imbalance: fl
         parts = uncoarsen(comm, levels, maps, parts, k, caps, seed, max_bytes)
     del levels, maps
     t3 = time.perf_counter()
-    cycles = V_CYCLES if mesh_like(comm, g) else 1
+    if vcycles is None:
+        vcycles = MESH_VCYCLES if mesh_like(comm, g) else 0
+    cycles = 1 + max(int(vcycles), 0)
     for cycle in range(1, cycles):
         with progress.opaque(f"V-cycle {cycle}", (S_PER_ARC["coarsening"] + S_PER_ARC["refinement"]) * arcs):
             levels, maps, coarse_parts = coarsen_within(comm, g, k, seed, parts, cycle, progress=progress)
