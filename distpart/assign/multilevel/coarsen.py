@@ -500,6 +500,11 @@ def mesh_like(comm: "Intracomm", g: LevelGraph) -> bool:
     return top * g.n <= PAIR_SKEW * arcs
 
 
+def heaviest(comm: "Intracomm", g: LevelGraph) -> np.ndarray:
+    """(ncon,) the largest vertex weight of `g` in each constraint. Collective."""
+    return allreduce_max(comm, g.vwgt.max(axis=0) if g.nlocal else np.zeros(g.ncon, dtype=np.int64))
+
+
 def carry_blocks(comm: "Intracomm", coarse: LevelGraph, fine_to_coarse: np.ndarray, blocks: np.ndarray) -> np.ndarray:
     """Blocks of the coarse level's local vertices, from the fine vertices' blocks (every
     cluster lies in one block). Collective."""
@@ -515,8 +520,7 @@ def _hierarchy(comm: "Intracomm", g: LevelGraph, k: int, seed: int, progress: "O
     if g.total is None:
         g.with_totals(comm)
     target = TARGET_PER_BLOCK * k if target is None else int(target)
-    heaviest = allreduce_max(comm, g.vwgt.max(axis=0) if g.nlocal else np.zeros(g.ncon, dtype=np.int64))
-    cap = cluster_cap(g.total, k, heaviest)
+    cap = cluster_cap(g.total, k, heaviest(comm, g))
     levels, maps = [g], []
     pairs = True   # until a level is dense; the levels above it are clustered by the cap alone
     while levels[-1].n > target and len(levels) < MAX_LEVELS:
@@ -525,8 +529,7 @@ def _hierarchy(comm: "Intracomm", g: LevelGraph, k: int, seed: int, progress: "O
         pairs = pairs and mesh_like(comm, fine)
         level_cap = cap
         if pairs:
-            level_cap = np.minimum(cap, PAIR_FACTOR * allreduce_max(
-                comm, fine.vwgt.max(axis=0) if fine.nlocal else np.zeros(fine.ncon, dtype=np.int64)))
+            level_cap = np.minimum(cap, PAIR_FACTOR * heaviest(comm, fine))
         halo = Halo.build(comm, fine)
         labels = cluster(comm, fine, halo, level_cap, seed, cycle * MAX_LEVELS + len(levels) - 1,
                          stop_at=target, blocks=blocks)
