@@ -115,12 +115,22 @@ def test_resume_on_other_rank_count(example_dir, tmp_path):
     assert tree(out) == tree(ref)
 
 
+@pytest.fixture(scope="module")
+def completed_once(example_dir, tmp_path_factory):
+    """One completed run for the module; each test gets its own copy (`completed`)."""
+    base = tmp_path_factory.mktemp("completed")
+    shutil.copytree(example_dir, base / "in")
+    distpart(2, "pipeline", base / "in", base / "out", "--num-parts", PARTS, "--method", "random")
+    return base
+
+
 @pytest.fixture
-def completed(example_dir, tmp_path):
-    in_dir = tmp_path / "in"
-    shutil.copytree(example_dir, in_dir)
-    out = tmp_path / "out"
-    distpart(2, "pipeline", in_dir, out, "--num-parts", PARTS, "--method", "random")
+def completed(completed_once, tmp_path):
+    # copytree keeps modification times, and the resume record names input files relative
+    # to the input folder: the copy is the same completed run, in another place.
+    in_dir, out = tmp_path / "in", tmp_path / "out"
+    shutil.copytree(completed_once / "in", in_dir)
+    shutil.copytree(completed_once / "out", out)
     return in_dir, out
 
 
