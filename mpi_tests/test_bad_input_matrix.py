@@ -12,7 +12,7 @@ import shutil
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Dict, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import h5py
 import numpy as np
@@ -137,10 +137,24 @@ def chunk_outside_in_dir(d, tmp):
     return PIPELINE, None
 
 
+_ASSIGNMENT: List[Path] = []   # the one random assignment this test process made
+
+
+def _good_assignment(example: Path, tmp: Path) -> Path:
+    """A random 2-part assignment of the example, made once per test process (every test's
+    input is a copy of the same example); each assignment case edits its own copy of it,
+    instead of running `assign` once per case."""
+    if not _ASSIGNMENT:
+        made = tmp / "good-assignment"
+        distpart(2, "assign", example, made, "--num-parts", 2, "--method", "random")
+        _ASSIGNMENT.append(made)
+    return _ASSIGNMENT[0]
+
+
 def _assignment_case(edit: Callable[[list], list], expected: str) -> Case:
     def case(d, tmp):
         assign = tmp / "assign"
-        distpart(2, "assign", d, assign, "--num-parts", 2, "--method", "random")
+        shutil.copytree(_good_assignment(d, tmp), assign)
         lines = (assign / "author.txt").read_text().splitlines()
         (assign / "author.txt").write_text("\n".join(edit(lines)) + "\n")
         return ["dispatch", assign], expected

@@ -123,7 +123,11 @@ def test_mpich_mpi4py_loads_mpich(mpich_env):
     assert "suspicious MPI execution environment" not in run.output, run.output
 
 
-@pytest.mark.parametrize("nranks", [2, 4])
+# 1 and 2 ranks, not 4: MPICH's ranks busy-poll without yielding, so 4 of them on this 2-core
+# machine took 5 s and 9 CPU-seconds for what 2 do in 0.7 s (MPIR_CVAR_POLLS_BEFORE_YIELD=1
+# changed nothing), starving the tests beside it. That the output does not depend on R is
+# tested under Open MPI; here 1 rank against 2 still checks it once under MPICH.
+@pytest.mark.parametrize("nranks", [1, 2])
 def test_mpich_random_pipeline_matches_open_mpi(nranks, mpich_env, example_dir, openmpi_random_output, tmp_path):
     out = tmp_path / "out"
     run = distpart_mpich(nranks, ["pipeline", example_dir, out, "--num-parts", 4, "--method", "random"], mpich_env,
@@ -131,7 +135,7 @@ def test_mpich_random_pipeline_matches_open_mpi(nranks, mpich_env, example_dir, 
     assert run.returncode == 0, run.output
     assert rank_statuses(tmp_path / "status") == {str(r): 0 for r in range(nranks)}, run.output
     assert "verify: OK" in run.stdout, run.output
-    assert f"pipeline: {nranks} ranks" in run.stderr + run.stdout and "MPICH Version" in run.output, run.output
+    assert f"pipeline: {nranks} rank{'' if nranks == 1 else 's'} on" in run.stderr and "MPICH Version" in run.output, run.output
     got = tree_bytes(out)
     assert sorted(got) == sorted(openmpi_random_output), "different files under MPICH than under Open MPI"
     differ = [name for name in got if got[name] != openmpi_random_output[name]]
