@@ -143,3 +143,23 @@ def test_assign_tables_filters_rows(tmp_path, capsys):
     assert body == ["| g | 1.05 | C0 | 2 | multilevel | 10.00 | 5 | 3 | 0.50 | 1.010 |  | 1.0 | 9/9 | - |"]
     at.main([str(f)])
     assert len(capsys.readouterr().out.splitlines()) == 2 + 9
+
+
+def test_mask_floor_numbers_by_hand():
+    """A star (hub 0, leaves 1-5) plus edge 4-5; training nodes 0, 1, 2, 3 in 2 blocks at
+    imbalance 1.0 (cap 2): two must leave the hub's block, the least degree sum of two
+    training nodes is 2 (leaves 1 and 2), of 6 edges."""
+    import mask_floor
+    lo = np.array([0, 0, 0, 0, 0, 4])
+    hi = np.array([1, 2, 3, 4, 5, 5])
+    part = np.array([0, 1, 1, 0, 0, 0])      # leaves 1, 2 out: their two edges are cut
+    got = mask_floor.floor_numbers(lo, hi, 6, np.array([0, 1, 2, 3]), part, 2, 1.0)
+    assert got["train_per_block"] == [2, 2] and got["cap"] == 2 and got["must_leave_core_block"] == 2
+    assert got["least_degree_sum_pct"] == round(100 * 2 / 6, 2)
+    assert got["outside_degree_sum_pct"] == round(100 * 2 / 6, 2)
+    assert got["cut_pct"] == round(100 * 2 / 6, 2) and got["cut_touching_train_pct"] == round(100 * 2 / 6, 2)
+    assert got["cut_other_pct"] == 0.0
+    part = np.array([0, 1, 1, 0, 0, 1])      # cut: 0-1, 0-2, 0-5 touch training nodes, 4-5 does not
+    got = mask_floor.floor_numbers(lo, hi, 6, np.array([0, 1, 2, 3]), part, 2, 1.0)
+    assert got["outside_degree_sum_pct"] == round(100 * 2 / 6, 2)
+    assert got["cut_touching_train_pct"] == round(100 * 3 / 6, 2) and got["cut_other_pct"] == round(100 * 1 / 6, 2)
