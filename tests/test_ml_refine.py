@@ -324,7 +324,49 @@ def test_jet_stops_after_iterations_the_rebalancer_cannot_repair(monkeypatch) ->
         calls.append(st.over)
         return st
     monkeypatch.setattr(jet_module, "balance_state", failing)
+    monkeypatch.setattr(jet_module, "swap_state", lambda comm, ctx, st: st)   # nor the exchanges
     out = jet(COMM, g, halo, start, k, caps, finest=True)
     assert len(calls) == jet_module.MAX_FAILED, calls
     assert (weights_of(out, g.vwgt, k) <= caps).all()
     assert cut_of(edges, out) <= cut_of(edges, start)
+
+
+def test_an_exchange_repairs_what_single_moves_cannot() -> None:
+    # Two rings of 10, joined by two edges. Columns: vertex count (cap 10, both blocks full)
+    # and a heavy "in-degree" column: vertices 0-4 weigh 30, so block 0 holds 150 with cap
+    # 149. A single move of a heavy vertex lowers that excess by 1 (1/75 of an average block)
+    # but pushes block 1 a vertex over (1/10 of one): the rebalancer cannot make it. The
+    # exchange sends one heavy vertex over and takes one light vertex back.
+    n, k = 20, 2
+    ring = np.stack([np.arange(10), (np.arange(10) + 1) % 10], 1)
+    edges = np.concatenate([ring, ring + 10, [[4, 14], [9, 19]]])
+    vwgt = np.stack([np.ones(n), np.where(np.arange(n) < 5, 30, 0)], 1).astype(np.int64)
+    g, halo = graph(n, edges, vwgt)
+    caps = np.array([10, 149])
+    parts = (np.arange(n) >= 10).astype(np.int64)
+    ctx = Refinement(COMM, g, halo, k, caps)
+    st = ctx.evaluate(COMM, parts)
+    assert not st.feasible
+    assert not balancer.balance_state(COMM, ctx, st).feasible
+    out = balancer.swap_state(COMM, ctx, st)
+    after = out.ext[:n]
+    assert out.feasible and (weights_of(after, vwgt, k) == [[10, 120], [10, 30]]).all()
+    moved = np.flatnonzero(after != parts)
+    assert len(moved) == 2 and vwgt[moved, 1].tolist() in ([30, 0], [0, 30])
+    assert out.cut == cut_of(edges, after)
+    # The cheapest pair: the heavy vertex on a join (4) and a light one on a join (14 or
+    # 19, tied), each keeping one edge into its new block: 4 cut edges, not 6.
+    assert moved[0] == 4 and moved[1] in (14, 19) and out.cut == 4
+
+
+def test_no_exchange_when_no_block_has_room() -> None:
+    n, k = 20, 2
+    ring = np.stack([np.arange(10), (np.arange(10) + 1) % 10], 1)
+    edges = np.concatenate([ring, ring + 10])
+    vwgt = np.stack([np.ones(n), np.where(np.arange(n) % 10 < 5, 30, 0)], 1).astype(np.int64)
+    g, halo = graph(n, edges, vwgt)
+    caps = np.array([10, 149])          # both blocks hold 150: neither has room
+    ctx = Refinement(COMM, g, halo, k, caps)
+    st = ctx.evaluate(COMM, (np.arange(n) >= 10).astype(np.int64))
+    movers, _ = balancer.swap_moves(COMM, ctx, st)
+    assert len(movers) == 0 and balancer.swap_state(COMM, ctx, st) is st

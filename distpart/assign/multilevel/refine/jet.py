@@ -7,7 +7,8 @@ candidate of higher priority (gain, then tie key) had moved, and keeps the moves
 gain (`afterburner`); movers are locked for the next iteration. Two halo exchanges (blocks,
 then candidates' targets and gains) and one Allreduce of block weights and cut per
 iteration; the rebalancer runs (REBALANCE_ROUNDS rounds) when the moves leave a block over
-its cap. An iteration the rebalancer cannot make feasible again is dropped (the next starts
+its cap, and on the finest level one round of exchanges (`balancer.swap_state`) when that
+is not enough. An iteration the rebalancer cannot make feasible again is dropped (the next starts
 from the best partition), and MAX_FAILED of them in a row end the level. The best partition
 seen is returned. Everything is integer or computed per vertex from integers, and ties go
 by global ID, so the result does not depend on the number of ranks.
@@ -21,7 +22,7 @@ import numpy as np
 from ....mpi.exchange import allreduce_sum, concat_ranges
 from ..graph import Halo, LevelGraph
 from .balancer import (Refinement, State, balance_state, chunks, column_sums, connections,
-                       priority_keys, within_room)
+                       priority_keys, swap_state, within_room)
 
 if TYPE_CHECKING:
     from mpi4py.MPI import Intracomm
@@ -67,6 +68,9 @@ def jet(comm: "Intracomm", g: LevelGraph, halo: Halo, parts: np.ndarray, k: int,
         moved, before = int(st.extra[0]), moved
         if not st.feasible:
             st = balance_state(comm, ctx, st, REBALANCE_ROUNDS)
+        if finest and not st.feasible:
+            # What is left is often what single moves cannot lower (see swap_moves).
+            st = swap_state(comm, ctx, st)
         if st.better_than(best):
             best = st
         if best.feasible and not st.feasible:
