@@ -488,10 +488,10 @@ def swap_state(comm: "Intracomm", ctx: Refinement, st: State) -> State:
     """One round of `swap_moves` from the infeasible `st`, then one rebalancer round if a
     block is still over a cap. `st` itself if no exchange lowers the overload.
 
-    Measured with in-degree balance (C3, RMAT 200k and 2M, Debian; k = 4, 2 ranks): RMAT
-    2M/20M 68.19% -> 67.60% cut (refinement 86 s -> 107 s), RMAT 200k 64.77% -> 64.61%,
-    Debian 19.96% -> 19.72%; no other row of the benchmark changed. More rounds per
-    iteration cut RMAT 2M to 67.1-67.6%, but took 150-210 s of refinement. Collective."""
+    Measured with in-degree balance (C3, k = 4, 2 ranks; Jet calls it only up to
+    jet.SWAP_MAX_OVER): RMAT 2M/20M 68.19% -> 67.60% cut, RMAT 200k 64.77% -> 64.61%;
+    no other row of the benchmark changed. More rounds per iteration cut RMAT 2M to
+    67.1-67.6%, but took 150-210 s of refinement instead of about 80. Collective."""
     movers, targets = swap_moves(comm, ctx, st)
     parts = st.ext[:ctx.g.nlocal].copy()
     parts[movers] = targets
