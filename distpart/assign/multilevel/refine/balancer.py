@@ -514,7 +514,7 @@ def swap_moves(comm: "Intracomm", ctx: Refinement, st: State) -> Tuple[np.ndarra
     nothing X is over in, enough to cover what U pushes Y over in the other constraints.
     An exchange is kept only if it lowers the total overload (computed from Allreduced
     sums, so every rank decides alike)."""
-    g, k, caps = ctx.g, ctx.k, ctx.caps
+    g, caps = ctx.g, ctx.caps
     parts = st.ext[:g.nlocal]
     bw = st.bw.copy()
     taken = np.zeros(g.nlocal, dtype=bool)
@@ -545,8 +545,7 @@ def swap_moves(comm: "Intracomm", ctx: Refinement, st: State) -> Tuple[np.ndarra
         cand = cand[g.vwgt[cand, c] <= room_y[c]]
         # U: X's vertices carrying c, those that fit Y in every constraint first, then the
         # cheapest per unit of c, until the excess is covered.
-        conn = np.concatenate([ctx.connections(st, cand[s]) for s in chunks(len(cand), k)]) \
-            if len(cand) else np.zeros((0, k), dtype=np.int64)
+        conn = all_connections(ctx, st, cand)
         wc = g.vwgt[cand, c]
         fits = (g.vwgt[cand] <= room_y).all(axis=1)
         keys = priority_keys((conn[:, x] - conn[:, y]) / wc, ctx.tie[cand], ctx.gbits)
@@ -566,8 +565,7 @@ def swap_moves(comm: "Intracomm", ctx: Refinement, st: State) -> Tuple[np.ndarra
             cand = np.flatnonzero((parts == y) & clean & ~taken)
             units = (g.vwgt[cand] * (need > 0) / ctx.avg).sum(axis=1)
             cand, units = cand[units > 0], units[units > 0]
-            conn = np.concatenate([ctx.connections(st, cand[s]) for s in chunks(len(cand), k)]) \
-                if len(cand) else np.zeros((0, k), dtype=np.int64)
+            conn = all_connections(ctx, st, cand)
             keys = priority_keys((conn[:, y] - conn[:, x]) / units, ctx.tie[cand], ctx.gbits)
             _, upto = first_reaching(comm, keys, np.zeros(len(cand), dtype=np.int64), g.vwgt[cand],
                                      need.reshape(1, -1), ctx.nbits)
@@ -583,3 +581,10 @@ def swap_moves(comm: "Intracomm", ctx: Refinement, st: State) -> Tuple[np.ndarra
         target[u], target[v] = y, x
     movers = np.flatnonzero(taken)
     return movers, target[movers]
+
+
+def all_connections(ctx: Refinement, st: State, rows: np.ndarray) -> np.ndarray:
+    """`ctx.connections` of any number of rows, DENSE_ENTRIES at a time."""
+    if len(rows) == 0:
+        return np.zeros((0, ctx.k), dtype=np.int64)
+    return np.concatenate([ctx.connections(st, rows[s]) for s in chunks(len(rows), ctx.k)])
