@@ -498,7 +498,7 @@ def swap_state(comm: "Intracomm", ctx: Refinement, st: State) -> State:
     new = ctx.evaluate(comm, parts, (len(movers),))
     if new.extra[0] == 0:
         return st
-    return new if new.feasible else balance_state(comm, ctx, new, 1)
+    return balance_state(comm, ctx, new, 1)   # returns `new` itself if it is feasible
 
 
 def swap_moves(comm: "Intracomm", ctx: Refinement, st: State) -> Tuple[np.ndarray, np.ndarray]:
@@ -533,11 +533,8 @@ def swap_moves(comm: "Intracomm", ctx: Refinement, st: State) -> Tuple[np.ndarra
         room_c = caps[c] - bw[:, c]
         room_c[x] = -1
         score = np.where(carried, (caps - bw) / ctx.avg, np.inf).min(axis=1)
-        if (room_c >= excess).any():
-            score[room_c < excess] = -np.inf
-        else:
-            score = np.where(room_c == room_c.max(), score, -np.inf)
-        score[room_c <= 0] = -np.inf
+        enough = room_c >= excess if (room_c >= excess).any() else room_c == room_c.max()
+        score[~enough | (room_c <= 0)] = -np.inf
         y = int(score.argmax())
         if not np.isfinite(score[y]):
             continue
