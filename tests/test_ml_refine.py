@@ -40,6 +40,18 @@ def grid_edges(nx: int, ny: int) -> np.ndarray:
                            np.stack([ids[:-1, :].ravel(), ids[1:, :].ravel()], 1)])
 
 
+def swapped_strips(nx: int, ny: int, k: int) -> "tuple[np.ndarray, np.ndarray]":
+    """(grid edges, a partition): k vertical strips of equal size made noisy by 60 random
+    swaps (sizes unchanged), so a Jet iteration that moves more into a block than out of it
+    leaves it over a cap at the strips' size."""
+    start = np.arange(nx * ny) % nx // (nx // k)
+    rng = np.random.default_rng(7)
+    for _ in range(60):
+        a, b = rng.integers(0, nx * ny, 2)
+        start[a], start[b] = start[b], start[a]
+    return grid_edges(nx, ny), start
+
+
 def cut_of(edges: np.ndarray, parts: np.ndarray, w=None) -> int:
     cut = parts[edges[:, 0]] != parts[edges[:, 1]]
     return int(cut.sum() if w is None else np.asarray(w)[cut].sum())
@@ -308,15 +320,8 @@ def test_a_stalled_rebalancer_puts_no_hair_on_a_constraint_every_block_meets(mon
 
 def test_jet_stops_after_iterations_the_rebalancer_cannot_repair(monkeypatch) -> None:
     nx, ny, k = 30, 30, 3
-    edges = grid_edges(nx, ny)
+    edges, start = swapped_strips(nx, ny, k)
     g, halo = graph(nx * ny, edges)
-    # Strips of 300 vertices, made noisy by swaps (sizes stay 300 = the cap): a Jet
-    # iteration that moves more into a block than out of it leaves it over its cap.
-    start = np.arange(nx * ny) % nx // (nx // k)
-    rng = np.random.default_rng(7)
-    for _ in range(60):
-        a, b = rng.integers(0, nx * ny, 2)
-        start[a], start[b] = start[b], start[a]
     caps = np.array([nx * ny // k])
     calls = []
 
@@ -329,6 +334,42 @@ def test_jet_stops_after_iterations_the_rebalancer_cannot_repair(monkeypatch) ->
     assert len(calls) == jet_module.MAX_FAILED, calls
     assert (weights_of(out, g.vwgt, k) <= caps).all()
     assert cut_of(edges, out) <= cut_of(edges, start)
+
+
+def test_jet_goes_on_within_room_when_no_iteration_of_the_level_is_kept(monkeypatch) -> None:
+    # The strips above with two constraints (vertex count and a 0/1 column, both at their
+    # caps), and a rebalancer that cannot repair the first two iterations (as on RMAT 2M with
+    # in-degree balance, seed 3). The level would end there with nothing kept; instead
+    # constrained mode keeps the eager candidates in place and moves the others within each
+    # block's room, which lowers the cut.
+    nx, ny, k = 30, 30, 3
+    edges, start = swapped_strips(nx, ny, k)
+    n = nx * ny
+    vwgt = np.stack([np.ones(n), np.arange(n) % 2], 1).astype(np.int64)
+    g, halo = graph(n, edges, vwgt)
+    caps = weights_of(start, vwgt, k).max(axis=0).astype(np.int64)
+    real_balance, real_moves = jet_module.balance_state, jet_module.jet_moves
+    calls, modes = [], []
+
+    def first_two_fail(comm, ctx, st, max_rounds=None):
+        calls.append(st.over)
+        return st if len(calls) <= 2 else real_balance(comm, ctx, st, max_rounds)
+
+    def watched(comm, ctx, st, locked, factor, capped, constrained=False):
+        modes.append(constrained)
+        return real_moves(comm, ctx, st, locked, factor, capped, constrained)
+    monkeypatch.setattr(jet_module, "balance_state", first_two_fail)
+    monkeypatch.setattr(jet_module, "swap_state", lambda comm, ctx, st: st)
+    monkeypatch.setattr(jet_module, "jet_moves", watched)
+    out = jet(COMM, g, halo, start, k, caps, finest=True)
+    assert modes[:3] == [False, False, True] and all(modes[2:]), modes
+    assert (weights_of(out, vwgt, k) <= caps).all()
+    assert cut_of(edges, out) < cut_of(edges, start)
+    # With one constraint the level ends after the two failures, nothing kept.
+    calls.clear()
+    g1, halo1 = graph(n, edges)
+    out1 = jet(COMM, g1, halo1, start, k, np.array([n // k]), finest=True)
+    assert len(calls) == 2 and np.array_equal(out1, start)
 
 
 def test_an_exchange_repairs_what_single_moves_cannot() -> None:
