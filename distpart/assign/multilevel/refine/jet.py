@@ -8,12 +8,13 @@ gain (`afterburner`); movers are locked for the next iteration. Two halo exchang
 then candidates' targets and gains) and one Allreduce of block weights and cut per
 iteration; the rebalancer runs (REBALANCE_ROUNDS rounds) when the moves leave a block over
 its cap, and on the finest level one round of exchanges (`balancer.swap_state`) when that
-is not enough. An iteration the rebalancer cannot make feasible again is dropped (the next starts
-from the best partition), and MAX_FAILED of them in a row end the level, except on the
-finest level with several constraints when none of its iterations was kept: that level goes
-on in constrained mode, where the candidates the afterburner would move stay put and the
-others move within each block's room (`jet_moves`). The best partition seen is returned. Everything is integer or computed per vertex from integers, and ties go
-by global ID, so the result does not depend on the number of ranks.
+is not enough. An iteration the rebalancer cannot make feasible again is dropped (the next
+starts from the best partition), and MAX_FAILED of them in a row end the level, except on
+the finest level with several constraints when none of its iterations was kept: that level
+goes on in constrained mode, where the candidates the afterburner would move stay put and
+the others move within each block's room (`jet_moves`). The best partition seen is
+returned. Everything is integer or computed per vertex from integers, and ties go by
+global ID, so the result does not depend on the number of ranks.
 """
 from __future__ import annotations
 
@@ -76,11 +77,10 @@ def jet(comm: "Intracomm", g: LevelGraph, halo: Halo, parts: np.ndarray, k: int,
     st = ctx.evaluate(comm, parts)
     start = best = mark = st
     locked = np.zeros(g.nlocal, dtype=bool)
-    idle, moved, failed, constrained_left = 0, -1, 0, CONSTRAINED_ITERATIONS
-    for _ in range(max_iterations):
-        if idle >= (min(max_idle, CONSTRAINED_IDLE) if constrained else max_idle) or constrained_left == 0:
-            break
-        constrained_left -= int(constrained)
+    idle, moved, failed = 0, -1, 0
+    idle_limit, left = max_idle, max_iterations   # both lowered in constrained mode
+    while left > 0 and idle < idle_limit:
+        left -= 1
         movers, targets = jet_moves(comm, ctx, st, locked, factor, capped, constrained)
         new = st.ext[:g.nlocal].copy()
         new[movers] = targets
@@ -117,6 +117,7 @@ def jet(comm: "Intracomm", g: LevelGraph, halo: Halo, parts: np.ndarray, k: int,
                 # iteration is ever kept, going on unconstrained cuts less (RMAT 200k and
                 # Debian with in-degree balance: 64.6% and 20.0% against 66.7% and 21.8%).
                 constrained, idle, failed = True, 0, 0
+                idle_limit, left = min(max_idle, CONSTRAINED_IDLE), min(left, CONSTRAINED_ITERATIONS)
                 locked = np.zeros(g.nlocal, dtype=bool)
             st = best
         else:
