@@ -40,13 +40,13 @@ def grid_edges(nx: int, ny: int) -> np.ndarray:
                            np.stack([ids[:-1, :].ravel(), ids[1:, :].ravel()], 1)])
 
 
-def swapped_strips(nx: int, ny: int, k: int) -> "tuple[np.ndarray, np.ndarray]":
-    """(grid edges, a partition): k vertical strips of equal size made noisy by 60 random
+def swapped_strips(nx: int, ny: int, k: int, swaps: int = 60) -> "tuple[np.ndarray, np.ndarray]":
+    """(grid edges, a partition): k vertical strips of equal size made noisy by random
     swaps (sizes unchanged), so a Jet iteration that moves more into a block than out of it
     leaves it over a cap at the strips' size."""
     start = np.arange(nx * ny) % nx // (nx // k)
     rng = np.random.default_rng(7)
-    for _ in range(60):
+    for _ in range(swaps):
         a, b = rng.integers(0, nx * ny, 2)
         start[a], start[b] = start[b], start[a]
     return grid_edges(nx, ny), start
@@ -325,7 +325,7 @@ def test_jet_stops_after_iterations_the_rebalancer_cannot_repair(monkeypatch) ->
     caps = np.array([nx * ny // k])
     calls = []
 
-    def failing(comm, ctx, st, max_rounds=None):   # a rebalancer that never repairs anything
+    def failing(comm, ctx, st, max_rounds=None, give_up=None):   # a rebalancer that never repairs anything
         calls.append(st.over)
         return st
     monkeypatch.setattr(jet_module, "balance_state", failing)
@@ -351,9 +351,9 @@ def test_jet_goes_on_within_room_when_no_iteration_of_the_level_is_kept(monkeypa
     real_balance, real_moves = jet_module.balance_state, jet_module.jet_moves
     calls, modes = [], []
 
-    def first_two_fail(comm, ctx, st, max_rounds=None):
+    def first_two_fail(comm, ctx, st, max_rounds=None, give_up=None):
         calls.append(st.over)
-        return st if len(calls) <= 2 else real_balance(comm, ctx, st, max_rounds)
+        return st if len(calls) <= 2 else real_balance(comm, ctx, st, max_rounds, give_up)
 
     def watched(comm, ctx, st, locked, factor, capped, constrained=False):
         modes.append(constrained)
@@ -370,6 +370,76 @@ def test_jet_goes_on_within_room_when_no_iteration_of_the_level_is_kept(monkeypa
     g1, halo1 = graph(n, edges)
     out1 = jet(COMM, g1, halo1, start, k, np.array([n // k]), finest=True)
     assert len(calls) == 2 and np.array_equal(out1, start)
+
+
+def test_jet_goes_on_within_room_after_a_kept_iteration_and_two_failures(monkeypatch) -> None:
+    # As above, but the first iteration is repaired and kept, and the next two are not: the
+    # level would end with the first iteration's partition. Constrained mode goes on from it
+    # and ends with a lower cut, every cap met. Noisier strips: with 60 swaps the first
+    # iteration already reaches what constrained mode would.
+    nx, ny, k = 30, 30, 3
+    edges, start = swapped_strips(nx, ny, k, swaps=600)
+    n = nx * ny
+    vwgt = np.stack([np.ones(n), np.arange(n) % 2], 1).astype(np.int64)
+    g, halo = graph(n, edges, vwgt)
+    caps = weights_of(start, vwgt, k).max(axis=0).astype(np.int64)
+    real_balance, real_moves = jet_module.balance_state, jet_module.jet_moves
+    repaired, modes = [], []
+
+    def second_and_third_fail(comm, ctx, st, max_rounds=None, give_up=None):
+        repaired.append(len(repaired) not in (1, 2))
+        return real_balance(comm, ctx, st, max_rounds, give_up) if repaired[-1] else st
+
+    def watched(comm, ctx, st, locked, factor, capped, constrained=False):
+        modes.append(constrained)
+        return real_moves(comm, ctx, st, locked, factor, capped, constrained)
+    monkeypatch.setattr(jet_module, "balance_state", second_and_third_fail)
+    monkeypatch.setattr(jet_module, "swap_state", lambda comm, ctx, st: st)
+    monkeypatch.setattr(jet_module, "jet_moves", watched)
+    # The partition the level used to end with: the same run, constrained mode off.
+    monkeypatch.setattr(jet_module, "CONSTRAINED_ITERATIONS", 0)
+    ended = jet(COMM, g, halo, start, k, caps, finest=True)
+    assert modes == [False, False, False] and repaired[0]
+    assert (weights_of(ended, vwgt, k) <= caps).all() and cut_of(edges, ended) < cut_of(edges, start)
+    monkeypatch.setattr(jet_module, "CONSTRAINED_ITERATIONS", 10)
+    repaired.clear()
+    modes.clear()
+    out = jet(COMM, g, halo, start, k, caps, finest=True)
+    assert modes[:4] == [False, False, False, True] and all(modes[3:]), modes
+    assert (weights_of(out, vwgt, k) <= caps).all()
+    assert cut_of(edges, out) < cut_of(edges, ended)
+
+
+def test_the_rebalancer_gives_up_after_a_first_round_that_leaves_it_far_over(monkeypatch) -> None:
+    # The strips with two constraints at their caps, 20 vertices moved into block 0, and one
+    # step per round: the first round leaves 0.06 of an average block over and the later
+    # ones repair it. With give_up below 0.06 only the first round runs; above it, all.
+    monkeypatch.setattr(balancer, "STEPS", 1)
+    nx, ny, k = 30, 30, 3
+    edges, start = swapped_strips(nx, ny, k)
+    n = nx * ny
+    vwgt = np.stack([np.ones(n), np.arange(n) % 2], 1).astype(np.int64)
+    g, halo = graph(n, edges, vwgt)
+    caps = weights_of(start, vwgt, k).max(axis=0).astype(np.int64)
+    parts = start.copy()
+    parts[np.random.default_rng(3).choice(np.flatnonzero(start != 0), 20, replace=False)] = 0
+    ctx = Refinement(COMM, g, halo, k, caps)
+    st = ctx.evaluate(COMM, parts)
+    rounds = []
+    real = balancer.balance_moves
+
+    def counted(*args, **kwargs):
+        rounds.append(1)
+        return real(*args, **kwargs)
+    monkeypatch.setattr(balancer, "balance_moves", counted)
+    full = balancer.balance_state(COMM, ctx, st, 10)
+    repaired_in = len(rounds)
+    assert full.feasible and repaired_in > 1
+    rounds.clear()
+    quick = balancer.balance_state(COMM, ctx, st, 10, give_up=0.05)
+    assert len(rounds) == 1 and 0.05 < quick.over < st.over
+    rounds.clear()
+    assert balancer.balance_state(COMM, ctx, st, 10, give_up=0.1).feasible and len(rounds) == repaired_in
 
 
 def test_an_exchange_repairs_what_single_moves_cannot() -> None:

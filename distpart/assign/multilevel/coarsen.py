@@ -39,6 +39,7 @@ import numpy as np
 from ...arrays import GOLDEN64, sorted_unique, splitmix64
 from ...chunked.readers import block_bounds
 from ...mpi.exchange import allreduce_max, allreduce_sum, exchange, exscan_sum, lookup
+from ...run.heap import reused_heap
 from .graph import Halo, LevelGraph
 
 if TYPE_CHECKING:
@@ -531,8 +532,9 @@ def _hierarchy(comm: "Intracomm", g: LevelGraph, k: int, seed: int, progress: "O
         if pairs:
             level_cap = np.minimum(cap, PAIR_FACTOR * heaviest(comm, fine))
         halo = Halo.build(comm, fine)
-        labels = cluster(comm, fine, halo, level_cap, seed, cycle * MAX_LEVELS + len(levels) - 1,
-                         stop_at=target, blocks=blocks)
+        with reused_heap():   # label propagation's rounds; not contraction (see run.heap)
+            labels = cluster(comm, fine, halo, level_cap, seed, cycle * MAX_LEVELS + len(levels) - 1,
+                             stop_at=target, blocks=blocks)
         coarse, fine_to_coarse = contract(comm, fine, halo, labels)
         del halo, labels
         if coarse.n >= fine.n:

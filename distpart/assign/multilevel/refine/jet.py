@@ -7,13 +7,13 @@ candidate of higher priority (gain, then tie key) had moved, and keeps the moves
 gain (`afterburner`); movers are locked for the next iteration. Two halo exchanges (blocks,
 then candidates' targets and gains) and one Allreduce of block weights and cut per
 iteration; the rebalancer runs (REBALANCE_ROUNDS rounds) when the moves leave a block over
-its cap, and on the finest level one round of exchanges (`balancer.swap_state`) when that
-is not enough. An iteration the rebalancer cannot make feasible again is dropped (the next
-starts from the best partition), and MAX_FAILED of them in a row end the level, except on
-the finest level with several constraints when none of its iterations was kept: that level
-goes on in constrained mode, where the candidates the afterburner would move stay put and
-the others move within each block's room (`jet_moves`). The best partition seen is
-returned. Everything is integer or computed per vertex from integers, and ties go by
+its cap (one round only if that one leaves it far over), and on the finest level one round
+of exchanges (`balancer.swap_state`) when that is not enough. An iteration the rebalancer
+cannot make feasible again is dropped (the next starts from the best partition), and
+MAX_FAILED of them in a row end the level, except on the finest level with several
+constraints: that level goes on in constrained mode, where the candidates the afterburner
+would move stay put and the others move within each block's room (`jet_moves`). The best
+partition seen is returned. Everything is integer or computed per vertex from integers, and ties go by
 global ID, so the result does not depend on the number of ranks.
 """
 from __future__ import annotations
@@ -48,19 +48,20 @@ REBALANCE_ROUNDS = 3
 # tens of thousands of vertices without repairing the iteration. RMAT 2M/20M with in-degree
 # balance: 67.60% cut either way, refinement 107 s without the bound, 81 s with it.
 SWAP_MAX_OVER = 0.02
+# An iteration the rebalancer's first round leaves more than this far over is dropped
+# without the other rounds: no such iteration was ever repaired (RMAT 200k, Debian and the
+# community graph, C3 at 1.03 and 1.05, RMAT 2M/20M C3: every repaired one was at most
+# 0.03 over after its first round, the dropped ones mostly 0.1-1.4), and those rounds were
+# a third of RMAT 200k's refinement time (C3, 1.05: 25 s -> 16 s, the same partition).
+HOPELESS_OVER = 0.1
 # Constrained mode (see `jet`) ends a level after CONSTRAINED_IDLE iterations without
-# MIN_GAIN progress or CONSTRAINED_ITERATIONS in all. An iteration there costs about 5 s on
-# RMAT 2M/20M with 2 ranks, and the cut creeps down by hundredths of a percent per iteration
-# after the first ten (in-degree balance, constrained from the first failed iteration on,
-# seed 1: 66.75% after 10, 66.43% after 48 and 330 s; seed 2: 67.52% after 10, 66.60% after
-# 27 and 222 s).
+# MIN_GAIN progress or CONSTRAINED_ITERATIONS in all. An iteration there costs 2.5-4 s on
+# RMAT 2M/20M with 2 ranks (10-12 s when it needs the rebalancer), and the cut creeps down
+# by hundredths of a percent per iteration after the first ten (in-degree balance,
+# constrained from the first failed iteration on, seed 1: 66.75% after 10, 66.43% after 48
+# and 330 s; seed 2: 67.52% after 10, 66.60% after 27 and 222 s).
 CONSTRAINED_IDLE = 3
 CONSTRAINED_ITERATIONS = 10
-# In constrained mode an iteration the rebalancer and one exchange round leave at most this
-# far over (a few vertices or edges) gets up to FINISH_ROUNDS more of both: such leftovers
-# are common there, and the iteration's gain is otherwise lost.
-FINISH_MAX_OVER = 0.001
-FINISH_ROUNDS = 2
 
 
 def jet(comm: "Intracomm", g: LevelGraph, halo: Halo, parts: np.ndarray, k: int, caps: np.ndarray,
@@ -75,7 +76,7 @@ def jet(comm: "Intracomm", g: LevelGraph, halo: Halo, parts: np.ndarray, k: int,
     capped = not finest and g.ncon > 1
     constrained = False
     st = ctx.evaluate(comm, parts)
-    start = best = mark = st
+    best = mark = st
     locked = np.zeros(g.nlocal, dtype=bool)
     idle, moved, failed = 0, -1, 0
     idle_limit, left = max_idle, max_iterations   # both lowered in constrained mode
@@ -89,15 +90,11 @@ def jet(comm: "Intracomm", g: LevelGraph, halo: Halo, parts: np.ndarray, k: int,
         st = ctx.evaluate(comm, new, (len(movers),))
         moved, before = int(st.extra[0]), moved
         if not st.feasible:
-            st = balance_state(comm, ctx, st, REBALANCE_ROUNDS)
+            # Only while a feasible partition is kept is an unrepaired iteration dropped.
+            st = balance_state(comm, ctx, st, REBALANCE_ROUNDS, HOPELESS_OVER if best.feasible else None)
         if finest and not st.feasible and st.over <= SWAP_MAX_OVER:
             # What is left is often what single moves cannot lower (see swap_moves).
             st = swap_state(comm, ctx, st)
-            for _ in range(FINISH_ROUNDS if constrained else 0):
-                # In constrained mode a few moves are left over by a few units: finish them.
-                if st.feasible or st.over > FINISH_MAX_OVER:
-                    break
-                st = swap_state(comm, ctx, balance_state(comm, ctx, st, REBALANCE_ROUNDS))
         if st.better_than(best):
             best = st
         if best.feasible and not st.feasible:
@@ -107,15 +104,18 @@ def jet(comm: "Intracomm", g: LevelGraph, halo: Halo, parts: np.ndarray, k: int,
             # than spend every remaining one on the rebalancer for nothing.
             failed += 1
             if failed >= MAX_FAILED:
-                if not (finest and g.ncon > 1 and not constrained and best is start):
+                if not (finest and g.ncon > 1 and not constrained):
                     break
-                # Not one iteration of the finest level kept, with several constraints
-                # (RMAT 2M/20M with in-degree balance, seed 3: both end 0.8 and 0.1 of a
-                # block over; the level's cut stayed METIS's 69.6%): go on in constrained
-                # mode (`jet_moves`), where most iterations need no repair. Nothing stays
-                # locked: the failed moves were undone. Only then: where an unconstrained
-                # iteration is ever kept, going on unconstrained cuts less (RMAT 200k and
-                # Debian with in-degree balance: 64.6% and 20.0% against 66.7% and 21.8%).
+                # On the finest level with several constraints, where the level would end
+                # here, go on from the best partition in constrained mode (`jet_moves`),
+                # where most iterations need no repair. It keeps the best partition, so it
+                # only adds time. RMAT 2M/20M with in-degree balance, seeds 1-3: 67.60%,
+                # 68.15%, 69.58% (seed 3: not one iteration of the level kept, the cut
+                # stayed METIS's) -> 66.80%, 67.09%, 67.03%. Not sooner: switching at the
+                # first failure instead cut less on RMAT 2M but more on RMAT 200k and
+                # Debian (64.6% and 20.0% -> 66.7% and 21.8%), where unconstrained
+                # iterations that are kept follow failed ones. Nothing stays locked: the
+                # failed moves were undone.
                 constrained, idle, failed = True, 0, 0
                 idle_limit, left = min(max_idle, CONSTRAINED_IDLE), min(left, CONSTRAINED_ITERATIONS)
                 locked = np.zeros(g.nlocal, dtype=bool)
