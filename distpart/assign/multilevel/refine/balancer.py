@@ -280,13 +280,11 @@ def rebalance(comm: "Intracomm", g: LevelGraph, halo: Halo, parts: np.ndarray, k
     return balance_state(comm, ctx, ctx.evaluate(comm, parts)).ext[:g.nlocal].copy()
 
 
-def balance_state(comm: "Intracomm", ctx: Refinement, st: State, max_rounds: int = MAX_ROUNDS,
-                  give_up: Optional[float] = None) -> State:
+def balance_state(comm: "Intracomm", ctx: Refinement, st: State, max_rounds: int = MAX_ROUNDS) -> State:
     """Rounds of `balance_moves` from `st` (at most `max_rounds`) until feasible or no
-    progress; the best state seen. `give_up`: end after the first round if it leaves the
-    overload above this (for a caller that drops what stays infeasible)."""
+    progress; the best state seen."""
     best, stalled = st, 0
-    for rnd in range(max_rounds):
+    for _ in range(max_rounds):
         if st.feasible:
             break
         movers, targets = balance_moves(comm, ctx, st, strict=stalled > 0)
@@ -298,7 +296,7 @@ def balance_state(comm: "Intracomm", ctx: Refinement, st: State, max_rounds: int
         stalled = 0 if st.over < best.over else stalled + 1
         if st.better_than(best):
             best = st
-        if stalled >= PATIENCE or (rnd == 0 and give_up is not None and st.over > give_up):
+        if stalled >= PATIENCE:
             break
     return best
 

@@ -7,8 +7,8 @@ candidate of higher priority (gain, then tie key) had moved, and keeps the moves
 gain (`afterburner`); movers are locked for the next iteration. Two halo exchanges (blocks,
 then candidates' targets and gains) and one Allreduce of block weights and cut per
 iteration; the rebalancer runs (REBALANCE_ROUNDS rounds) when the moves leave a block over
-its cap (one round only if that one leaves it far over), and on the finest level one round
-of exchanges (`balancer.swap_state`) when that is not enough. An iteration the rebalancer
+its cap, and on the finest level one round of exchanges (`balancer.swap_state`) when that
+is not enough. An iteration the rebalancer
 cannot make feasible again is dropped (the next starts from the best partition), and
 MAX_FAILED of them in a row end the level, except on the finest level with several
 constraints: that level goes on in constrained mode, where the candidates the afterburner
@@ -48,12 +48,6 @@ REBALANCE_ROUNDS = 3
 # tens of thousands of vertices without repairing the iteration. RMAT 2M/20M with in-degree
 # balance: 67.60% cut either way, refinement 107 s without the bound, 81 s with it.
 SWAP_MAX_OVER = 0.02
-# An iteration the rebalancer's first round leaves more than this far over is dropped
-# without the other rounds: no such iteration was ever repaired (RMAT 200k, Debian and the
-# community graph, C3 at 1.03 and 1.05, RMAT 2M/20M C3: every repaired one was at most
-# 0.03 over after its first round, the dropped ones mostly 0.1-1.4), and those rounds were
-# a third of RMAT 200k's refinement time (C3, 1.05: 25 s -> 16 s, the same partition).
-HOPELESS_OVER = 0.1
 # Constrained mode (see `jet`) ends a level after CONSTRAINED_IDLE iterations without
 # MIN_GAIN progress or CONSTRAINED_ITERATIONS in all. An iteration there costs 2.5-4 s on
 # RMAT 2M/20M with 2 ranks (10-12 s when it needs the rebalancer), and the cut creeps down
@@ -90,8 +84,7 @@ def jet(comm: "Intracomm", g: LevelGraph, halo: Halo, parts: np.ndarray, k: int,
         st = ctx.evaluate(comm, new, (len(movers),))
         moved, before = int(st.extra[0]), moved
         if not st.feasible:
-            # Only while a feasible partition is kept is an unrepaired iteration dropped.
-            st = balance_state(comm, ctx, st, REBALANCE_ROUNDS, HOPELESS_OVER if best.feasible else None)
+            st = balance_state(comm, ctx, st, REBALANCE_ROUNDS)
         if finest and not st.feasible and st.over <= SWAP_MAX_OVER:
             # What is left is often what single moves cannot lower (see swap_moves).
             st = swap_state(comm, ctx, st)
