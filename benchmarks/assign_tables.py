@@ -5,19 +5,36 @@
         --skip-refused benchmarks/results/assign_small.json     # docs/03-step1.md's 200k table
 
 One row per (graph, imbalance, constraint set, ranks, method): cut, halo (total and largest
-partition's), the largest partition's share of the edges, the worst imbalance among the
-constraints the set balances and the worst of all, DGL's moved training seeds, time, peak RSS
-per rank; a row over the allowed imbalance says which constraint.
+partition's), the largest partition's share of the edges, the imbalance of every constraint
+distpart can balance (whether the set balances it or not: nodes, each node type, the 10% and
+1% train masks, in-degree), DGL's moved training seeds, time, peak RSS per rank; a row over
+the allowed imbalance says which constraint.
 """
 from __future__ import annotations
 
 import json
 import sys
 from pathlib import Path
-from typing import List
+from typing import Dict, List
 
+IMBALANCE_COLUMNS = ["imb nodes", "imb types", "imb train", "imb sparse", "imb edges"]
 COLUMNS = ["graph", "ub", "set", "R", "method", "cut %", "halo total", "halo max", "edge share",
-           "imbalance (balanced set)", "moved seeds", "time s", "peak MB/rank", "over ub"]
+           *IMBALANCE_COLUMNS, "moved seeds", "time s", "peak MB/rank", "over ub"]
+
+
+def imbalance_cells(imb: Dict[str, float]) -> Dict[str, str]:
+    """A row's imbalances (bench_assign's `imbalance` dict, keyed `nodes`, `ntype:T`,
+    `feature:T/F`, `edges`, ...) as the IMBALANCE_COLUMNS cells: node types in the dict's
+    (the graph's) order joined by '/', the train mask and the sparse one by their names."""
+    def fmt(key: str) -> str:
+        return f"{imb[key]:.3f}" if key in imb else ""
+    features = [k for k in imb if k.startswith("feature:")]
+    sparse = [k for k in features if k.endswith("sparse_train_mask")]
+    train = [k for k in features if k not in sparse]
+    return {"imb nodes": fmt("nodes"),
+            "imb types": "/".join(fmt(k) for k in imb if k.startswith("ntype:")),
+            "imb train": fmt(train[0]) if train else "", "imb sparse": fmt(sparse[0]) if sparse else "",
+            "imb edges": fmt("edges")}
 
 
 def cell_rows(rows: List[dict]) -> List[List[str]]:
@@ -28,12 +45,11 @@ def cell_rows(rows: List[dict]) -> List[List[str]]:
                         str(r.get("ranks", "")), r["method"], str(r.get("cut", r.get("status", "n/a")))]
                        + [""] * (len(COLUMNS) - 6))
             continue
-        imb = r["imbalance"]
-        checked = [imb[c] for c in r.get("checked", []) if c in imb]
+        imb = imbalance_cells(r["imbalance"])
         moved = r.get("train", {}).get("moved", "")
         out.append([r["graph"], str(r["imbalance_allowed"]), r["constraints"], str(r["ranks"]), r["method"],
                     f"{r['cut_pct']:.2f}", str(r["halo_total"]), str(r["halo_max"]), f"{r['edge_share']:.2f}",
-                    f"{max(checked):.3f}" if checked else "", str(moved), str(r.get("time_s", "")),
+                    *(imb[c] for c in IMBALANCE_COLUMNS), str(moved), str(r.get("time_s", "")),
                     str(r.get("peak_rss_mb", "")),
                     ", ".join(_over(k, v) for k, v in r.get("over", {}).items()) or "-"])
     return out

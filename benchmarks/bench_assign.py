@@ -56,6 +56,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from bench_graphs import build, graph_names, info as graph_info
+from assign_tables import imbalance_cells
 from common import mpi_env, mpiexec, print_table, write_json
 from distpart.check.report import imbalance, partition_loads, seed_split, training_costs
 
@@ -357,19 +358,14 @@ def _over(over: Dict[str, dict]) -> str:
             + (f" +{len(over) - 1} more" if len(over) > 1 else ""))
 
 
-def display(row: dict, g: Graph) -> dict:
+def display(row: dict) -> dict:
     """The printed columns of a row."""
     out = {"graph": row["graph"], "R": row["ranks"], "ub": row["imbalance_allowed"], "cons": row["constraints"],
            "method": row["method"]}
     if "status" in row:
         return {**out, "cut %": row["status"]}
-    imb = row["imbalance"]
     out.update({"cut %": row["cut_pct"], "halo tot": row["halo_total"], "halo max": row["halo_max"],
-                "edge share": row["edge_share"], "imb nodes": f"{imb['nodes']:.3f}",
-                "imb types": "/".join(f"{imb[f'ntype:{t}']:.3f}" for t in g.ntypes),
-                "imb train": f"{imb[f'feature:' + g.specs['train']]:.3f}",
-                "imb sparse": f"{imb[f'feature:' + g.specs['sparse']]:.3f}",
-                "imb edges": f"{imb['edges']:.3f}",
+                "edge share": row["edge_share"], **imbalance_cells(row["imbalance"]),
                 "moved": row["train"]["moved"], "moved sparse": row["sparse_train"]["moved"],
                 "over ub": _over(row["over"]), "time s": row["time_s"], "peak MB/rank": row["peak_rss_mb"]})
     if "child_rss_mb" in row:
@@ -466,7 +462,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                             if part is not None:
                                 row.update(quality(g, part, args.parts, ub, checked))
                             rows.append(row)
-                            shown.append(display(row, g))
+                            shown.append(display(row))
                             print(f"  {name} ub {ub} {cset} {label} R={r}: {shown[-1]['cut %']}"
                                   + (f" cut, {row['time_s']} s" if "time_s" in row else ""), flush=True)
                 if args.prep:

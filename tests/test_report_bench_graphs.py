@@ -140,9 +140,19 @@ def test_assign_tables_filters_rows(tmp_path, capsys):
     f.write_text(json.dumps({"rows": rows}))
     at.main(["--imbalance", "1.05", "--sets", "C0", "--skip-methods", "random", "--skip-refused", str(f)])
     body = capsys.readouterr().out.splitlines()[2:]
-    assert body == ["| g | 1.05 | C0 | 2 | multilevel | 10.00 | 5 | 3 | 0.50 | 1.010 |  | 1.0 | 9/9 | - |"]
+    assert body == ["| g | 1.05 | C0 | 2 | multilevel | 10.00 | 5 | 3 | 0.50 | 1.010 |  |  |  |  |  | 1.0 | 9/9 | - |"]
     at.main([str(f)])
     assert len(capsys.readouterr().out.splitlines()) == 2 + 9
+
+
+def test_assign_tables_show_every_constraints_imbalance():
+    import assign_tables as at
+    imb = {"nodes": 1.01, "ntype:user": 1.02, "edges:user": 3.5, "ntype:item": 1.04, "edges:item": 3.4,
+           "edges": 3.45, "feature:user/train_mask": 1.05, "feature:user/sparse_train_mask": 2.0}
+    assert at.imbalance_cells(imb) == {"imb nodes": "1.010", "imb types": "1.020/1.040", "imb train": "1.050",
+                                       "imb sparse": "2.000", "imb edges": "3.450"}
+    assert at.imbalance_cells({"nodes": 1.0}) == {"imb nodes": "1.000", "imb types": "", "imb train": "",
+                                                  "imb sparse": "", "imb edges": ""}
 
 
 def test_mask_floor_numbers_by_hand():
