@@ -336,39 +336,51 @@ def test_jet_stops_after_iterations_the_rebalancer_cannot_repair(monkeypatch) ->
     assert cut_of(edges, out) <= cut_of(edges, start)
 
 
-def test_jet_goes_on_within_room_when_no_iteration_of_the_level_is_kept(monkeypatch) -> None:
-    # The strips above with two constraints (vertex count and a 0/1 column, both at their
-    # caps), and a rebalancer that cannot repair the first two iterations (as on RMAT 2M with
-    # in-degree balance, seed 3). The level would end there with nothing kept; instead
-    # constrained mode keeps the eager candidates in place and moves the others within each
-    # block's room, which lowers the cut.
-    nx, ny, k = 30, 30, 3
-    edges, start = swapped_strips(nx, ny, k)
-    n = nx * ny
+def two_constraint_strips(swaps: int = 60):
+    """The strips above with two constraints (vertex count and a 0/1 column), both capped
+    at the start's heaviest block: (edges, start, vwgt, g, halo, caps)."""
+    edges, start = swapped_strips(30, 30, 3, swaps)
+    n = len(start)
     vwgt = np.stack([np.ones(n), np.arange(n) % 2], 1).astype(np.int64)
     g, halo = graph(n, edges, vwgt)
-    caps = weights_of(start, vwgt, k).max(axis=0).astype(np.int64)
+    return edges, start, vwgt, g, halo, weights_of(start, vwgt, 3).max(axis=0).astype(np.int64)
+
+
+def rigged(monkeypatch, repairs) -> "tuple[list, list]":
+    """Jet with a rebalancer that repairs only its calls i (from 0) with repairs(i), and no
+    exchanges; (the overload of each rebalancer call, each jet_moves call's constrained
+    flag), filled as Jet runs."""
     real_balance, real_moves = jet_module.balance_state, jet_module.jet_moves
     calls, modes = [], []
 
-    def first_two_fail(comm, ctx, st, max_rounds=None):
+    def balance(comm, ctx, st, max_rounds=None):
         calls.append(st.over)
-        return st if len(calls) <= 2 else real_balance(comm, ctx, st, max_rounds)
+        return real_balance(comm, ctx, st, max_rounds) if repairs(len(calls) - 1) else st
 
     def watched(comm, ctx, st, locked, factor, capped, constrained=False):
         modes.append(constrained)
         return real_moves(comm, ctx, st, locked, factor, capped, constrained)
-    monkeypatch.setattr(jet_module, "balance_state", first_two_fail)
+    monkeypatch.setattr(jet_module, "balance_state", balance)
     monkeypatch.setattr(jet_module, "swap_state", lambda comm, ctx, st: st)
     monkeypatch.setattr(jet_module, "jet_moves", watched)
-    out = jet(COMM, g, halo, start, k, caps, finest=True)
+    return calls, modes
+
+
+def test_jet_goes_on_within_room_when_no_iteration_of_the_level_is_kept(monkeypatch) -> None:
+    # The rebalancer cannot repair the first two iterations (as on RMAT 2M with in-degree
+    # balance, seed 3). The level would end there with nothing kept; instead constrained
+    # mode keeps the eager candidates in place and moves the others within each block's
+    # room, which lowers the cut.
+    edges, start, vwgt, g, halo, caps = two_constraint_strips()
+    calls, modes = rigged(monkeypatch, lambda i: i >= 2)
+    out = jet(COMM, g, halo, start, 3, caps, finest=True)
     assert modes[:3] == [False, False, True] and all(modes[2:]), modes
-    assert (weights_of(out, vwgt, k) <= caps).all()
+    assert (weights_of(out, vwgt, 3) <= caps).all()
     assert cut_of(edges, out) < cut_of(edges, start)
     # With one constraint the level ends after the two failures, nothing kept.
     calls.clear()
-    g1, halo1 = graph(n, edges)
-    out1 = jet(COMM, g1, halo1, start, k, np.array([n // k]), finest=True)
+    g1, halo1 = graph(len(start), edges)
+    out1 = jet(COMM, g1, halo1, start, 3, np.array([len(start) // 3]), finest=True)
     assert len(calls) == 2 and np.array_equal(out1, start)
 
 
@@ -377,36 +389,19 @@ def test_jet_goes_on_within_room_after_a_kept_iteration_and_two_failures(monkeyp
     # level would end with the first iteration's partition. Constrained mode goes on from it
     # and ends with a lower cut, every cap met. Noisier strips: with 60 swaps the first
     # iteration already reaches what constrained mode would.
-    nx, ny, k = 30, 30, 3
-    edges, start = swapped_strips(nx, ny, k, swaps=600)
-    n = nx * ny
-    vwgt = np.stack([np.ones(n), np.arange(n) % 2], 1).astype(np.int64)
-    g, halo = graph(n, edges, vwgt)
-    caps = weights_of(start, vwgt, k).max(axis=0).astype(np.int64)
-    real_balance, real_moves = jet_module.balance_state, jet_module.jet_moves
-    repaired, modes = [], []
-
-    def second_and_third_fail(comm, ctx, st, max_rounds=None):
-        repaired.append(len(repaired) not in (1, 2))
-        return real_balance(comm, ctx, st, max_rounds) if repaired[-1] else st
-
-    def watched(comm, ctx, st, locked, factor, capped, constrained=False):
-        modes.append(constrained)
-        return real_moves(comm, ctx, st, locked, factor, capped, constrained)
-    monkeypatch.setattr(jet_module, "balance_state", second_and_third_fail)
-    monkeypatch.setattr(jet_module, "swap_state", lambda comm, ctx, st: st)
-    monkeypatch.setattr(jet_module, "jet_moves", watched)
+    edges, start, vwgt, g, halo, caps = two_constraint_strips(swaps=600)
+    calls, modes = rigged(monkeypatch, lambda i: i not in (1, 2))
     # The partition the level used to end with: the same run, constrained mode off.
     monkeypatch.setattr(jet_module, "CONSTRAINED_ITERATIONS", 0)
-    ended = jet(COMM, g, halo, start, k, caps, finest=True)
-    assert modes == [False, False, False] and repaired[0]
-    assert (weights_of(ended, vwgt, k) <= caps).all() and cut_of(edges, ended) < cut_of(edges, start)
+    ended = jet(COMM, g, halo, start, 3, caps, finest=True)
+    assert modes == [False, False, False] and len(calls) == 3
+    assert (weights_of(ended, vwgt, 3) <= caps).all() and cut_of(edges, ended) < cut_of(edges, start)
     monkeypatch.setattr(jet_module, "CONSTRAINED_ITERATIONS", 10)
-    repaired.clear()
+    calls.clear()
     modes.clear()
-    out = jet(COMM, g, halo, start, k, caps, finest=True)
+    out = jet(COMM, g, halo, start, 3, caps, finest=True)
     assert modes[:4] == [False, False, False, True] and all(modes[3:]), modes
-    assert (weights_of(out, vwgt, k) <= caps).all()
+    assert (weights_of(out, vwgt, 3) <= caps).all()
     assert cut_of(edges, out) < cut_of(edges, ended)
 
 
