@@ -4,12 +4,18 @@ benchmark graph, how much of the cut the training nodes' edges force.
 On a power-law graph whose training nodes are its hubs (bench_graphs.py's RMAT masks: the
 first nodes of a breadth-first search, higher degree first), a low cut keeps the dense core
 in one block, and the train-mask cap then forces all but cap-many training nodes out of it.
-This prints, for the block holding the most training nodes (the "core" block):
+This prints, for the block whose training nodes have the largest degree sum (the "core"
+block; by count several blocks are often at the cap):
 
 * how many training nodes must be outside it (all but its cap), and the least possible
   degree sum of that many training nodes, as a share of all edges (the lowest-degree ones);
 * what the assignment does: the degree sum of the training nodes it keeps outside, the cut
-  edges touching a training node, and the other cut edges.
+  edges touching a training node, and the other cut edges;
+* where its cut is (`split_*`, adding up to the cut): outside training nodes to the core
+  block, outside training nodes among themselves (`outside_train_edges_pct` of them exist:
+  what putting them together could save at most), outside training nodes to other nodes
+  outside the core block, core-block training nodes to nodes outside it, and edges with no
+  training endpoint.
 
 If the assignment's outside training nodes already are the lowest-degree ones, a lower cut
 needs their neighbours to move with them, which on RMAT means the hubs they hang on.
@@ -36,7 +42,7 @@ def floor_numbers(lo: np.ndarray, hi: np.ndarray, n: int, train: np.ndarray, par
     edges = max(len(lo), 1)
     deg = np.bincount(lo, minlength=n) + np.bincount(hi, minlength=n)
     per_block = np.bincount(part[train], minlength=parts)
-    core = int(per_block.argmax())
+    core = int(np.bincount(part[train], weights=deg[train], minlength=parts).argmax())
     cap = int(np.floor(imbalance * len(train) / parts))
     must_leave = max(len(train) - cap, 0)
     least = int(np.sort(deg[train])[:must_leave].sum())
@@ -45,13 +51,30 @@ def floor_numbers(lo: np.ndarray, hi: np.ndarray, n: int, train: np.ndarray, par
     is_train[train] = True
     cut = part[lo] != part[hi]
     touching = cut & (is_train[lo] | is_train[hi])
+    out_train = np.zeros(n, dtype=bool)
+    out_train[outside] = True
+    in_core = part == core
+
+    def pct(mask: np.ndarray) -> float:
+        return round(100 * int(mask.sum()) / edges, 2)
+
+    def either(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Edges with one endpoint in a and the other in b (vertex masks)."""
+        return (a[lo] & b[hi]) | (a[hi] & b[lo])
+    among = out_train[lo] & out_train[hi]
+    split = {"split_outside_train_to_core_pct": pct(cut & either(out_train, in_core)),
+             "split_outside_train_among_pct": pct(cut & among),
+             "split_outside_train_to_other_outside_pct": pct(cut & either(out_train, ~in_core & ~is_train)),
+             "split_core_train_to_outside_pct": pct(cut & either(is_train & in_core, ~in_core & ~out_train)),
+             "split_no_train_pct": pct(cut & ~touching)}
     return {"train_nodes": int(len(train)), "train_per_block": per_block.tolist(), "cap": cap,
             "must_leave_core_block": must_leave,
             "least_degree_sum_pct": round(100 * least / edges, 2),
             "outside_degree_sum_pct": round(100 * int(deg[outside].sum()) / edges, 2),
             "cut_pct": round(100 * int(cut.sum()) / edges, 2),
             "cut_touching_train_pct": round(100 * int(touching.sum()) / edges, 2),
-            "cut_other_pct": round(100 * int((cut & ~touching).sum()) / edges, 2)}
+            "cut_other_pct": round(100 * int((cut & ~touching).sum()) / edges, 2),
+            "outside_train_edges_pct": pct(among), **split}
 
 
 def main(argv: Optional[List[str]] = None) -> int:

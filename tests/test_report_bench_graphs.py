@@ -173,3 +173,14 @@ def test_mask_floor_numbers_by_hand():
     got = mask_floor.floor_numbers(lo, hi, 6, np.array([0, 1, 2, 3]), part, 2, 1.0)
     assert got["outside_degree_sum_pct"] == round(100 * 2 / 6, 2)
     assert got["cut_touching_train_pct"] == round(100 * 3 / 6, 2) and got["cut_other_pct"] == round(100 * 1 / 6, 2)
+    # Where the cut is: 0-1, 0-2 outside training nodes to the core block (block 0); 0-5 a
+    # core-block training node to a node outside it; 4-5 no training endpoint.
+    assert got["split_outside_train_to_core_pct"] == round(100 * 2 / 6, 2)
+    assert got["split_core_train_to_outside_pct"] == got["split_no_train_pct"] == round(100 * 1 / 6, 2)
+    assert got["split_outside_train_among_pct"] == got["split_outside_train_to_other_outside_pct"] == 0.0
+    assert got["outside_train_edges_pct"] == 0.0
+    # Outside training nodes 1 and 2 joined by an edge, in different blocks: cut among them.
+    lo2, hi2 = np.append(lo, 1), np.append(hi, 2)
+    part = np.array([0, 1, 2, 0, 0, 0])
+    got = mask_floor.floor_numbers(lo2, hi2, 6, np.array([0, 1, 2, 3]), part, 3, 1.0)
+    assert got["outside_train_edges_pct"] == got["split_outside_train_among_pct"] == round(100 / 7, 2)
