@@ -55,8 +55,9 @@ def floor_numbers(lo: np.ndarray, hi: np.ndarray, n: int, train: np.ndarray, par
     out_train[outside] = True
     in_core = part == core
 
-    def pct(mask: np.ndarray) -> float:
-        return round(100 * int(mask.sum()) / edges, 2)
+    def pct(count) -> float:
+        """A count of edges (or an edge mask's) as a share of all edges, in %."""
+        return round(100 * int(np.sum(count)) / edges, 2)
 
     def either(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """Edges with one endpoint in a and the other in b (vertex masks)."""
@@ -69,12 +70,9 @@ def floor_numbers(lo: np.ndarray, hi: np.ndarray, n: int, train: np.ndarray, par
              "split_no_train_pct": pct(cut & ~touching)}
     return {"train_nodes": int(len(train)), "train_per_block": per_block.tolist(), "cap": cap,
             "must_leave_core_block": must_leave,
-            "least_degree_sum_pct": round(100 * least / edges, 2),
-            "outside_degree_sum_pct": round(100 * int(deg[outside].sum()) / edges, 2),
-            "cut_pct": round(100 * int(cut.sum()) / edges, 2),
-            "cut_touching_train_pct": round(100 * int(touching.sum()) / edges, 2),
-            "cut_other_pct": round(100 * int((cut & ~touching).sum()) / edges, 2),
-            "outside_train_edges_pct": pct(among), **split}
+            "least_degree_sum_pct": pct(least), "outside_degree_sum_pct": pct(deg[outside]),
+            "cut_pct": pct(cut), "cut_touching_train_pct": pct(touching),
+            "cut_other_pct": split["split_no_train_pct"], "outside_train_edges_pct": pct(among), **split}
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -20,6 +20,7 @@ import ctypes
 import ctypes.util
 import os
 from contextlib import contextmanager
+from functools import lru_cache
 from typing import Iterator, Optional
 
 __all__ = ["reused_heap", "ENV"]
@@ -33,6 +34,7 @@ DEFAULT_TRIM_THRESHOLD, DEFAULT_MMAP_MAX = 128 * 1024, 65536
 PHASE_TRIM_THRESHOLD = 2**31 - 1
 
 
+@lru_cache(maxsize=1)
 def _glibc() -> Optional[ctypes.CDLL]:
     """The process's C library if it is glibc (mallopt and malloc_trim exist), else None."""
     try:

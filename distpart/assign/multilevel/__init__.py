@@ -113,10 +113,7 @@ def multilevel_partition(comm: "Intracomm", g: LevelGraph, k: int, imbalance: fl
     t2 = time.perf_counter()
     caps = block_caps(g.total, k, imbalance)
     nlevels = len(levels)
-    # Refinement (and the clustering inside `coarsen`) allocate and free arrays of the
-    # level's size every iteration: served from a reused heap they cost no page faults
-    # (run.heap). Not contraction: it holds the run's peak, which reused memory would raise.
-    with progress.opaque("refinement", S_PER_ARC["refinement"] * arcs), reused_heap():
+    with progress.opaque("refinement", S_PER_ARC["refinement"] * arcs):
         parts = uncoarsen(comm, levels, maps, parts, k, caps, seed, max_bytes)
     del levels, maps
     t3 = time.perf_counter()
@@ -126,8 +123,7 @@ def multilevel_partition(comm: "Intracomm", g: LevelGraph, k: int, imbalance: fl
     for cycle in range(1, cycles):
         with progress.opaque(f"V-cycle {cycle}", (S_PER_ARC["coarsening"] + S_PER_ARC["refinement"]) * arcs):
             levels, maps, coarse_parts = coarsen_within(comm, g, k, seed, parts, cycle, progress=progress)
-            with reused_heap():
-                parts = uncoarsen(comm, levels, maps, coarse_parts, k, caps, seed, max_bytes)
+            parts = uncoarsen(comm, levels, maps, coarse_parts, k, caps, seed, max_bytes)
             del levels, maps
     t4 = time.perf_counter()
     timings.update(levels=nlevels, coarse_n=coarse_n, coarsen_s=t1 - t0, initial_s=t2 - t1, refine_s=t3 - t2,
@@ -143,16 +139,20 @@ def uncoarsen(comm: "Intracomm", levels: List[Optional[LevelGraph]], maps: List[
     from .refine.balancer import rebalance
     from .refine.jet import jet
 
-    for i in range(len(levels) - 1, -1, -1):
-        level = levels[i]
-        halo = Halo.build(comm, level, max_bytes)
-        parts = rebalance(comm, level, halo, parts, k, caps, seed)
-        parts = jet(comm, level, halo, parts, k, caps, seed, finest=i == 0)
-        del halo
-        if i > 0:
-            # Each finer vertex takes its coarse vertex's block.
-            parts = lookup(comm, maps[i - 1], level.vtxdist, parts, max_bytes)
-            levels[i] = maps[i - 1] = None  # a level is not needed once projected
+    # Jet and the rebalancer allocate and free arrays of the level's size every iteration:
+    # served from a reused heap they cost no page faults (run.heap; so does the clustering
+    # inside `coarsen`, but not contraction: it holds the run's peak).
+    with reused_heap():
+        for i in range(len(levels) - 1, -1, -1):
+            level = levels[i]
+            halo = Halo.build(comm, level, max_bytes)
+            parts = rebalance(comm, level, halo, parts, k, caps, seed)
+            parts = jet(comm, level, halo, parts, k, caps, seed, finest=i == 0)
+            del halo
+            if i > 0:
+                # Each finer vertex takes its coarse vertex's block.
+                parts = lookup(comm, maps[i - 1], level.vtxdist, parts, max_bytes)
+                levels[i] = maps[i - 1] = None  # a level is not needed once projected
     return parts
 
 

@@ -8,13 +8,13 @@ gain (`afterburner`); movers are locked for the next iteration. Two halo exchang
 then candidates' targets and gains) and one Allreduce of block weights and cut per
 iteration; the rebalancer runs (REBALANCE_ROUNDS rounds) when the moves leave a block over
 its cap, and on the finest level one round of exchanges (`balancer.swap_state`) when that
-is not enough. An iteration the rebalancer
-cannot make feasible again is dropped (the next starts from the best partition), and
-MAX_FAILED of them in a row end the level, except on the finest level with several
-constraints: that level goes on in constrained mode, where the candidates the afterburner
-would move stay put and the others move within each block's room (`jet_moves`). The best
-partition seen is returned. Everything is integer or computed per vertex from integers, and ties go by
-global ID, so the result does not depend on the number of ranks.
+is not enough. An iteration the rebalancer cannot make feasible again is dropped (the next
+starts from the best partition), and MAX_FAILED of them in a row end the level, except on
+the finest level with several constraints: that level goes on in constrained mode, where
+the candidates the afterburner would move stay put and the others move within each block's
+room (`jet_moves`). The best partition seen is returned. Everything is integer or computed
+per vertex from integers, and ties go by global ID, so the result does not depend on the
+number of ranks.
 """
 from __future__ import annotations
 
