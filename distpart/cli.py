@@ -15,7 +15,8 @@ import traceback
 from pathlib import Path
 from typing import List, Optional
 
-from .commands import graph_formats_of, refuse_input_as_output, run_command, written_folders
+from .commands import (check_output_files, graph_formats_of, refuse_input_as_output, run_command,
+                       written_folders)
 from .errors import DistpartError
 
 EXIT_USER_ERROR = 2
@@ -238,6 +239,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         if rank == 0:
             progress.say(banner(args.command, hosts, library, os.environ))
         refuse_input_as_output(args)
+        with agreed(comm):
+            if rank == 0:
+                check_output_files(args)
         graph_formats_of(args)  # an unknown format: refused before any folder is made
         from .run.lock import folder_locks
         with folder_locks(comm, written_folders(args), f"distpart {args.command}", progress.say):
@@ -275,6 +279,9 @@ def _open_progress(is_root: bool, args: argparse.Namespace):
     from .run.progress import open_progress
     if not args.progress_every > 0:
         raise InputError(None, f"--progress-every must be positive, got {args.progress_every}")
+    if is_root and args.log_file is not None:
+        from .paths import check_output_file
+        check_output_file(args.log_file, "log file")
     try:
         return open_progress(is_root, args.quiet, args.log_file and str(args.log_file),
                              args.progress_every)

@@ -44,6 +44,20 @@ def written_folders(args: argparse.Namespace) -> List[Path]:
     return []
 
 
+def check_output_files(args: argparse.Namespace) -> None:
+    """Every file path a command was given to write (and `report`'s report.json), checked
+    before any work: a link, a missing or read-only folder is refused now, not after a run.
+    Rank 0 only (the caller agrees)."""
+    from .check.report import REPORT_FILE
+    from .paths import check_output_file
+    files = [(getattr(args, "stats_json", None), "stage statistics")]
+    if args.command == "report":
+        files += [(args.json or args.out_dir / REPORT_FILE, "report"), (args.plot, "plot")]
+    for path, what in files:
+        if path is not None:
+            check_output_file(path, what)
+
+
 def refuse_input_as_output(args: argparse.Namespace) -> None:
     """Checked before the lock file is made, so the input folder is never written at all."""
     from .run.outdir import refuse_inside_input

@@ -56,3 +56,47 @@ GRAPHBOLT_FILE = "fused_csc_sampling_graph.pt"
 def part_dir(out_dir: "str | os.PathLike[str]", p: int) -> Path:
     """Partition p's folder, `out_dir/part<p>`, as DGL names it."""
     return Path(out_dir) / f"part{p}"
+
+
+def check_output_file(path: "str | os.PathLike[str]", what: str = "output file") -> Path:
+    """Refuse, before any work, a file path distpart was told to write that it could not
+    write safely: a symbolic link (a write would land wherever it leads, the input included),
+    anything but a regular file, a missing parent folder, or a folder it may not write."""
+    path = Path(path)
+    if path.is_symlink():
+        raise InputError(path, f"is a symbolic link (to {os.readlink(path)}): distpart writes only "
+                               f"real files, so that no write can land elsewhere; remove the link")
+    if path.exists() and not path.is_file():
+        raise InputError(path, f"exists and is not a regular file: cannot write the {what} here")
+    parent = path.parent
+    if not parent.is_dir():
+        raise InputError(path, f"cannot write the {what}: the folder {parent} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise InputError(path, f"cannot write the {what}: the folder {parent} is not writable")
+    return path
+
+
+def write_file(path: "str | os.PathLike[str]", data: "bytes | str", what: str = "output file") -> Path:
+    """Write `data` to `path` safely: never through a symbolic link or into something that is
+    not a regular file, and atomically (a temporary file beside it, created with O_EXCL and
+    without following links, then renamed over the name), so a reader never sees half a file.
+    Every file distpart writes outside the partition folders goes through here."""
+    path = check_output_file(path, what)
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        try:
+            view = memoryview(payload)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise InputError(path, f"cannot write the {what}: {e.strerror}") from None
+    return path

@@ -4,11 +4,14 @@ FILE.png` on 1, 2 and 4 ranks."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
-from conftest import RANKS, distpart
+from conftest import RANKS, distpart, mpi_env, run_bounded
 from distpart.check.report import moved_seeds, partition_loads
 from distpart.synthetic import read_whole_graph
 
@@ -73,3 +76,46 @@ def test_report_draws_the_png(output, tmp_path, nranks):
 def test_unwritable_plot_is_a_clear_error_on_every_rank(output, tmp_path):
     run = distpart(2, "report", output, "--plot", tmp_path / "missing" / "r.png", ok=False)
     assert run.returncode == 2 and "cannot write the plot" in run.stderr and "Traceback" not in run.output
+
+
+def test_report_refuses_to_write_through_a_link(output, tmp_path):
+    """OUT/report.json -> a user's file: refused by name, the file keeps its bytes."""
+    victim = tmp_path / "notes.txt"
+    victim.write_text("mine\n")
+    link = output / "report.json"
+    link.unlink(missing_ok=True)
+    os.symlink(victim, link)
+    try:
+        run = distpart(1, "report", output, ok=False)
+        assert run.returncode == 2 and "Traceback" not in run.output
+        assert f"{link}: is a symbolic link" in run.stderr
+        assert victim.read_text() == "mine\n" and os.readlink(link) == str(victim)
+    finally:
+        link.unlink()
+
+
+@pytest.mark.parametrize("command", ["report", "assign"])
+def test_output_files_in_a_missing_folder_are_refused_before_any_work(example_dir, output, tmp_path, command):
+    """--json and --stats-json into a folder that does not exist: one line, exit 2, and an
+    `assign` writes no assignment first."""
+    missing = tmp_path / "missing" / "out.json"
+    argv = (["report", output, "--json", missing] if command == "report" else
+            ["assign", example_dir, tmp_path / "assign", "--num-parts", 2, "--stats-json", missing])
+    run = distpart(1, *argv, ok=False)
+    assert run.returncode == 2 and "Traceback" not in run.output
+    assert f"{missing}: cannot write the" in run.stderr and "does not exist" in run.stderr
+    assert not (tmp_path / "assign").exists()
+
+
+def test_report_on_a_read_only_folder_is_one_line(output, tmp_path):
+    """A read-only file system (bind-mounted read-only in a private mount namespace): refused
+    before the report is computed, with the folder named, exit 2."""
+    if os.geteuid() != 0:
+        pytest.skip("a read-only bind mount needs root")
+    script = (f'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" && '
+              f'exec "{sys.executable}" -m distpart.cli report "$1"')
+    run = run_bounded(["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", output],
+                      mpi_env(), timeout=120)
+    assert run.returncode == 2, run.output
+    assert "Traceback" not in run.output and "MPI_ABORT" not in run.output
+    assert f"{output / 'report.json'}: cannot write the report: the folder {output} is not writable" in run.stderr

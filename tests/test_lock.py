@@ -2,6 +2,7 @@
 import json
 import os
 import socket
+import stat
 import subprocess
 import sys
 
@@ -68,10 +69,31 @@ def test_any_content_of_an_unheld_lock_is_taken_over_with_a_note(tmp_path, conte
     (tmp_path / LOCK_NAME).write_text(content.replace("%s", socket.gethostname()))
     lock = FolderLock(tmp_path, current_holder("x")).acquire()
     assert read_holder(tmp_path / LOCK_NAME).pid == os.getpid()
-    if content.strip():
-        assert len(lock.notes) == 1 and ("named no run" in lock.notes[0] or "stale lock" in lock.notes[0])
+    assert len(lock.notes) == 1 and ("named no run" in lock.notes[0] or "stale lock" in lock.notes[0]
+                                     or "an empty lock file" in lock.notes[0])
     lock.release()
     assert not (tmp_path / LOCK_NAME).exists()
+
+
+@pytest.mark.parametrize("target", ["input", "dangling", "fifo"])
+def test_a_lock_path_that_is_not_a_regular_file_is_refused_untouched(tmp_path, target):
+    """A link at the lock path (to the input's metadata.json, or to nothing) is never written
+    through, and a FIFO neither blocks nor raises: each is refused by name, left as it was."""
+    out, victim = tmp_path / "out", tmp_path / "metadata.json"
+    out.mkdir()
+    victim.write_text('{"graph_name": "g"}\n')
+    lock_path = out / LOCK_NAME
+    if target == "fifo":
+        os.mkfifo(lock_path)
+        match = "is not a regular file"
+    else:
+        os.symlink(victim if target == "input" else tmp_path / "nothing", lock_path)
+        match = "is a symbolic link"
+    with pytest.raises(InputError, match=f"{LOCK_NAME}: {match}.*remove it"):
+        FolderLock(out, current_holder("distpart pipeline")).acquire()
+    assert victim.read_text() == '{"graph_name": "g"}\n'
+    assert not (tmp_path / "nothing").exists()
+    assert os.path.islink(lock_path) or stat.S_ISFIFO(os.lstat(lock_path).st_mode)
 
 
 def test_unusable_folder(tmp_path):

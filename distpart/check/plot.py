@@ -7,12 +7,14 @@ imported only here and drawn off-screen.
 """
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import List
 
 import numpy as np
 
 from ..errors import InputError
+from ..paths import write_file
 
 
 def _pyplot():
@@ -59,9 +61,11 @@ def plot_report(rep: dict, ntypes: List[str], etypes: List[str], path: Path) -> 
         ax.set_xticks(parts)
     fig.suptitle(f"{rep['num_parts']} partitions, {rep['edges']} edges, imbalance "
                  + ", ".join(f"{k} {v:.3f}" for k, v in list(rep["imbalance"].items())[:3]))
+    image = io.BytesIO()
     try:
-        fig.savefig(path, dpi=100)
-    except OSError as e:
-        raise InputError(path, f"cannot write the plot: {e.strerror}") from None
+        suffix = Path(path).suffix.lstrip(".").lower()
+        # matplotlib picks the format by suffix; an unknown or missing one gets PNG, not a traceback.
+        fig.savefig(image, dpi=100, format=suffix if suffix in fig.canvas.get_supported_filetypes() else "png")
     finally:
         plt.close(fig)
+    write_file(path, image.getvalue(), "plot")

@@ -25,7 +25,7 @@ import numpy as np
 from ..mpi.collective import agreed
 from ..partitions.dglformat import read_graph, read_tensor_dict
 from ..partitions.layout import PartitionLayout, check_layout
-from ..paths import CONFIG_FILE
+from ..paths import CONFIG_FILE, write_file
 from ..errors import OutputError
 from ..chunked.metadata import read_json
 
@@ -235,7 +235,7 @@ def report(comm: Intracomm, out_dir: Path, features: Sequence[str] = (), json_pa
         if comm.Get_rank() == 0:
             rep = summarize([s for part in everyone for s in part], ntypes, features, train_masks)
             path = json_path or out_dir / REPORT_FILE
-            path.write_text(json.dumps(rep, indent=2) + "\n")
+            write_file(path, json.dumps(rep, indent=2) + "\n", "report")
             print(format_report(rep, ntypes), flush=True)
             if plot_path is not None:
                 from .plot import plot_report

@@ -29,6 +29,7 @@ import json
 import os
 import shutil
 import socket
+import stat
 import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
@@ -45,6 +46,7 @@ LOCK_NAME = ".distpart.lock"
 _PID_LIMIT = 1 << 22          # Linux's largest pid_max; also keeps os.kill away from OverflowError
 # flock errors that mean "this file system has no locks", not "someone holds it".
 _NO_LOCKS = (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL)
+_NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
 @dataclass(frozen=True)
@@ -164,19 +166,39 @@ class FolderLock:
         raise InputError(self.path, "keeps being replaced by other runs; start again")
 
     def _open(self) -> "tuple[Optional[int], bool]":
-        """(descriptor, whether we created the file); (None, False) if it vanished meanwhile."""
+        """(descriptor, whether we created the file); (None, False) if it vanished meanwhile.
+
+        Never follows a link and never blocks (a FIFO), and nothing is written before the
+        flock is held and the path is known to be a regular file: a link at the lock path
+        must not lead the lock's text into another file, the input included."""
         try:
-            return os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644), True
+            return os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL | _NO_FOLLOW, 0o644), True
         except FileExistsError:
             pass
         except OSError as e:
             raise InputError(self.folder, f"cannot write in the folder: {e.strerror}") from None
         try:
-            return os.open(self.path, os.O_RDWR), False
+            fd = os.open(self.path, os.O_RDWR | _NO_FOLLOW | os.O_NONBLOCK)
         except FileNotFoundError:
             return None, False
         except OSError as e:
+            if e.errno == errno.ELOOP or self.path.is_symlink():
+                self._refuse_not_regular()
             raise InputError(self.path, f"cannot open the lock file: {e.strerror}") from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            self._refuse_not_regular()
+        return fd, False
+
+    def _refuse_not_regular(self) -> None:
+        """A lock path that is a link (dangling or not), a FIFO, a device or a folder: refused
+        untouched, since only a regular file distpart made can be a lock."""
+        if self.path.is_symlink():
+            what = f"is a symbolic link (to {os.readlink(self.path)})"
+        else:
+            what = "is not a regular file"
+        raise InputError(self.path, f"{what}: distpart's lock must be a regular file it made itself, "
+                                    f"so it writes nothing through this; remove it and start again")
 
     def _lock(self, fd: int, created: bool) -> bool:
         """Take the flock, or raise the refusal naming whoever holds it."""
@@ -215,8 +237,8 @@ class FolderLock:
             text = _read_all(fd)
             other = parse_holder(text)
             if other is None:
-                if text.strip():
-                    self.notes.append("replaced a lock file that named no run (no process held it)")
+                content = "an empty lock file" if not text.strip() else "a lock file that named no run"
+                self.notes.append(f"replaced {content} (no process held it)")
             elif other.host != socket.gethostname():
                 raise InputError(self.folder, f"is in use by another distpart run ({other.describe()}); "
                                               f"if that run is dead (it ran on another host, so this "

@@ -72,6 +72,5 @@ def format_stage_table(stats: dict) -> str:
 
 
 def write_json(path: str, obj: dict) -> None:
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(obj, f, indent=2)
-        f.write("\n")
+    from ..paths import write_file
+    write_file(path, json.dumps(obj, indent=2) + "\n", "stage statistics")
