@@ -177,6 +177,19 @@ def non_negative_int(text: str) -> int:
     return value
 
 
+def imbalance_factor(text: str) -> float:
+    """argparse type of --imbalance: checked once, here (argparse names the option, exits 2)."""
+    from .assign.balance import imbalance_problem
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number such as 1.05, got {text!r}") from None
+    problem = imbalance_problem(value)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return value
+
+
 def method_options(sp: argparse.ArgumentParser) -> None:
     """Step 1's options, shared by `assign` and `pipeline` (DGL partition_graph's names)."""
     from .assign import METHODS
@@ -193,7 +206,7 @@ def method_options(sp: argparse.ArgumentParser) -> None:
                          "(multilevel, parmetis; kaminpar: alone only)")
     sp.add_argument("--balance-feature", action="append", default=[], metavar="NTYPE/FEAT",
                     help="multilevel, parmetis: also balance this 0/1 node feature (e.g. paper/train_mask); repeatable")
-    sp.add_argument("--imbalance", type=float, default=1.05, help="allowed load imbalance per constraint, max/average (parmetis ubvec, kaminpar epsilon + 1)")
+    sp.add_argument("--imbalance", type=imbalance_factor, default=1.05, help="allowed load imbalance per constraint, max/average (parmetis ubvec, kaminpar epsilon + 1)")
     sp.add_argument("--vertex-order", choices=["degree", "input"], default="degree",
                     help="parmetis: number the vertices hubs first (default; much smaller cuts on "
                          "power-law graphs) or keep the input's order")

@@ -68,3 +68,30 @@ def test_imbalance_and_summary():
     rep = summarize(parts, ["a"], [])
     assert rep["edge_cut"] == 6 and rep["edges"] == 40 and rep["edge_cut_fraction"] == 0.15
     assert rep["imbalance"] == {"nodes": 1.5, "ntype:a": 1.5, "edges": 1.5}
+
+
+@pytest.mark.parametrize("text", ["1e30", "nan", "inf", "1.0", "0.9", "abc"])
+def test_imbalance_is_checked_once_when_the_command_line_is_parsed(text, capsys):
+    """One message naming the option and the rule, exit 2, before MPI starts; never a cap
+    that overflows (1e30) or a ParMETIS 'ubvec' message (nan, inf)."""
+    from distpart.cli import _parser
+    with pytest.raises(SystemExit) as exit_:
+        _parser().parse_args(["assign", "in", "out", "--num-parts", "2", "--imbalance", text])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "argument --imbalance:" in err and "ubvec" not in err
+    assert ("expected a number" if text == "abc" else "greater than 1.0 and at most 1000") in err
+    assert _parser().parse_args(["assign", "i", "o", "--num-parts", "2", "--imbalance", "1000"]).imbalance == 1000
+
+
+def test_balance_options_from_the_api_refuse_what_the_command_line_refuses():
+    from distpart.assign.balance import check_options
+    for value in (float("nan"), float("inf"), 1e30, 1.0):
+        with pytest.raises(InputError, match="--imbalance must be a number greater than 1.0"):
+            check_options(None, BalanceOptions(imbalance=value))
+
+
+def test_block_caps_stay_in_range_for_any_allowed_imbalance():
+    from distpart.assign.multilevel.graph import block_caps
+    total = np.array([10, 1 << 40, 7], dtype=np.int64)
+    assert block_caps(total, 4, 1000.0).tolist() == total.tolist()
+    assert block_caps(total, 4, 1.05).tolist() == [3, int(1.05 * (1 << 40) / 4 + 1e-9), 2]

@@ -10,6 +10,7 @@ training nodes are spread evenly too.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import List, Tuple
 
@@ -18,6 +19,18 @@ import numpy as np
 from ..errors import InputError
 from ..chunked.metadata import GraphMeta
 from ..chunked.readers import FeatureSource
+
+
+# Past this no balance is left to ask for (every block may hold everything well before it).
+MAX_IMBALANCE = 1000.0
+
+
+def imbalance_problem(value: float) -> "str | None":
+    """Why `value` cannot be --imbalance (max/average load per constraint), or None."""
+    if not math.isfinite(value) or not 1.0 < value <= MAX_IMBALANCE:
+        return (f"must be a number greater than 1.0 and at most {MAX_IMBALANCE:g} (the largest load over "
+                f"the average, e.g. 1.05), got {value}")
+    return None
 
 
 @dataclass(frozen=True)
@@ -30,8 +43,9 @@ class BalanceOptions:
 
 def check_options(meta: GraphMeta, opts: BalanceOptions) -> None:
     """Reject unknown or unusable balance features before any work."""
-    if opts.imbalance <= 1.0:
-        raise InputError(None, f"--imbalance must be greater than 1.0 (e.g. 1.05), got {opts.imbalance}")
+    problem = imbalance_problem(opts.imbalance)
+    if problem is not None:
+        raise InputError(None, f"--imbalance {problem}")
     for spec in opts.features:
         ntype, _, feat = spec.partition("/")
         if feat not in meta.node_features(ntype):

@@ -122,7 +122,9 @@ def block_caps(total: np.ndarray, k: int, imbalance: float) -> np.ndarray:
     as METIS and DGL define imbalance (max / average), but never below the average rounded
     up (a 0/1 column of total W cannot do better than ceil(W / k))."""
     total = np.asarray(total, dtype=np.int64)
-    return np.maximum(np.floor(imbalance * total / k + 1e-9).astype(np.int64), -(-total // k))
+    # Above k the cap is the whole total anyway; capping first keeps the product inside int64.
+    cap = np.floor(min(imbalance, k) * total / k + 1e-9)
+    return np.minimum(np.maximum(cap.astype(np.int64), -(-total // k)), total)
 
 
 def block_weights(comm: "Intracomm", g: LevelGraph, parts: np.ndarray, k: int) -> np.ndarray:
