@@ -2,7 +2,7 @@
 
 `assignment` is the step's product (`Assignment`, DGL's `<ntype>.txt` and
 `partition_meta.json`, read and written) and the random method; the rest is what the graph
-partitioners need: `adjacency` builds the distributed CSR, `ordering` puts hubs first,
+partitioners need: `adjacency` builds the distributed CSR, `ordering` puts hubs first, `nonempty` fills empty partitions,
 `balance` turns balance options into vertex weights, `parmetis` binds ParMETIS, `metis` binds
 serial METIS, `parhip` writes the graph KaMinPar reads and `kaminpar` runs it; `multilevel/`
 is our own distributed multilevel method. Dispatch and the checks import only
@@ -35,19 +35,25 @@ def compute_assignment(comm: "Intracomm", meta: "GraphMeta", num_parts: int, met
                        vcycles: Optional[int] = None) -> "Assignment":
     """Step 1 by the named method: the one place that chooses, for the command line and
     `partition_graph`. Collective. Each method's module is imported only when chosen
-    (KaMinPar and ParMETIS are optional at run time)."""
+    (KaMinPar and ParMETIS are optional at run time). Whatever the method, no partition is
+    left empty where the graph has nodes enough (`nonempty`)."""
     from ..mpi.exchange import DEFAULT_MAX_BYTES
+    from .nonempty import fill_empty_partitions
     max_bytes = DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
+    if method not in METHODS:
+        raise ValueError(f"unknown Step 1 method {method!r}; choose one of {', '.join(METHODS)}")
     if method == "random":
         from .assignment import random_assignment
-        return random_assignment(comm, meta, num_parts, seed)
-    if method == "kaminpar":
+        assignment = random_assignment(comm, meta, num_parts, seed)
+    elif method == "kaminpar":
         from .kaminpar import kaminpar_assignment
-        return kaminpar_assignment(comm, meta, num_parts, balance, seed, max_bytes, progress, threads, work_dir)
-    if method == "multilevel":
+        assignment = kaminpar_assignment(comm, meta, num_parts, balance, seed, max_bytes, progress, threads,
+                                         work_dir)
+    elif method == "multilevel":
         from .multilevel import multilevel_assignment
-        return multilevel_assignment(comm, meta, num_parts, balance, seed, max_bytes, progress, vcycles)
-    if method == "parmetis":
+        assignment = multilevel_assignment(comm, meta, num_parts, balance, seed, max_bytes, progress, vcycles)
+    else:
         from .assignment import parmetis_assignment
-        return parmetis_assignment(comm, meta, num_parts, balance, seed, max_bytes, progress, vertex_order)
-    raise ValueError(f"unknown Step 1 method {method!r}; choose one of {', '.join(METHODS)}")
+        assignment = parmetis_assignment(comm, meta, num_parts, balance, seed, max_bytes, progress,
+                                         vertex_order)
+    return fill_empty_partitions(comm, meta, assignment, progress)
