@@ -11,8 +11,8 @@ random_partition.py), each script started by the system `python3`, which lacks n
   with sshd (conftest's `netns_pair`), as GraphStorm runs it on a cluster;
 - `data_proc_pipeline.py` started directly: the same bytes from one rank;
 - a corrupt input: a non-zero status and no metadata.json (DGL's exits 0 there);
-- GraphStorm's `--partition-algorithm parmetis` steps as it runs them: the assignment is
-  exactly `distpart assign --method parmetis --balance-ntypes` on as many ranks.
+- GraphStorm's `--partition-algorithm parmetis` steps as it runs them (paths with spaces):
+  the assignment is exactly `distpart assign --method parmetis --balance-ntypes` on as many ranks.
 """
 from __future__ import annotations
 
@@ -137,8 +137,9 @@ def test_corrupt_input_fails_without_an_output(guide, example_dir, tmp_path, fau
 
 def test_graphstorm_parmetis_steps(example_dir, tmp_path):
     """GraphStorm's ParMetisPartitionAlgorithm: preprocess under mpirun with its Python, then
-    pm_dglpart (from ~/local/bin: here a link to ours) under mpirun, then postprocess."""
-    inp = tmp_path / "in"
+    pm_dglpart (from ~/local/bin: here a link to ours) under mpirun, then postprocess; the
+    input and the assignment in folders whose names have a space."""
+    inp = tmp_path / "in dir"
     shutil.copytree(example_dir, inp)           # GraphStorm's steps write into the input folder
     bin_dir = tmp_path / "local" / "bin"
     bin_dir.mkdir(parents=True)
@@ -154,14 +155,14 @@ def test_graphstorm_parmetis_steps(example_dir, tmp_path):
     assert part.returncode == 0, part.output
     post = tool("distpartitioning/parmetis_postprocess.py", "--postproc_input_dir", inp, "--schema_file",
                 "metadata.json", "--parmetis_output_file", inp / f"example_part.{P}", "--partitions_dir",
-                tmp_path / "assignment")
+                tmp_path / "assign dir")
     assert post.returncode == 0, post.output
-    assert json.loads((tmp_path / "assignment" / "partition_meta.json").read_text())["num_parts"] == P
+    assert json.loads((tmp_path / "assign dir" / "partition_meta.json").read_text())["num_parts"] == P
     ref = distpart(P, "assign", example_dir, tmp_path / "ref", "--num-parts", P, "--method", "parmetis",
                    "--balance-ntypes")
     assert ref.returncode == 0
     for ntype in ("author", "paper", "institution"):
-        assert (tmp_path / "assignment" / f"{ntype}.txt").read_bytes() == (tmp_path / "ref" / f"{ntype}.txt").read_bytes()
+        assert (tmp_path / "assign dir" / f"{ntype}.txt").read_bytes() == (tmp_path / "ref" / f"{ntype}.txt").read_bytes()
     lines = np.loadtxt(inp / f"example_part.{P}", dtype=np.int64)
     assert lines.shape == (3003, 2) and (lines[:, 0] == np.arange(3003)).all()
 

@@ -22,8 +22,13 @@ Open MPI-linked ParMETIS would then fail the same-MPI check; see the README.)
 Debian's ParMETIS is linked to Open MPI, so under MPICH `--method parmetis` must stop with
 distpart's same-MPI message, on every rank, with status 2 and no metadata.json.
 
+Across two hosts (netns.py's network-namespace hosts with sshd, conftest.py's `netns_pair`),
+`distpart launch --mpiexec mpiexec.mpich`: a bug on the second host's rank must reach the
+user every time (issue 28 item 12).
+
 Every run has a timeout and is killed as a process group if it overruns (as conftest.py).
-Skipped, with the reason, only when MPICH (mpiexec.mpich and libmpich.so.12) is absent.
+Skipped, with the reason, only when MPICH (mpiexec.mpich and libmpich.so.12) is absent, and
+the two-host test also without root (network namespaces).
 """
 from __future__ import annotations
 
@@ -41,6 +46,23 @@ from reference import tree_bytes
 
 TIMEOUT = 90  # seconds per mpiexec; each run here takes 1-5 s
 SAME_MPI_MESSAGE = "is linked against a different MPI than mpi4py uses"  # distpart/parmetis.py
+DISTPART = str(Path(sys.executable).parent / "distpart")   # the venv's entry point, by absolute path
+# Loaded by every Python process the test starts (PYTHONPATH, which `distpart launch` forwards):
+# stage {point} raises on rank {rank}, a bug that is no DistpartError, with a long message: the
+# abort used to cut a long traceback most often (its end lost in 3 runs of 10 here; a short one,
+# whole, in 2 of 40).
+RAISE_HOOK = """import distpart.run.faults as faults
+original = faults.pause_point
+
+
+def pause_point(name, rank):
+    if name == {point!r} and rank == {rank}:
+        raise RuntimeError("injected bug at " + name + " on rank " + str(rank) + " " + "x" * 200000 + " END")
+    original(name, rank)
+
+
+faults.pause_point = pause_point
+"""
 
 
 def _ldconfig_paths(soname: str) -> List[str]:
@@ -150,4 +172,48 @@ def test_mpich_parmetis_linked_to_open_mpi_is_refused(mpich_env, example_dir, tm
     assert rank_statuses(tmp_path / "status") == {"0": 2, "1": 2}, run.output  # every rank, not an abort
     assert SAME_MPI_MESSAGE in run.stderr and "do not mix" in run.stderr, run.output
     assert "Traceback" not in run.output, run.output
+    assert not (out / "metadata.json").exists()
+
+
+@pytest.mark.xdist_group("serial")    # with the other daemon tests: one worker, one at a time
+def test_mpich_two_hosts_a_bug_on_the_second_host_reaches_the_user(netns_pair, mpich_env, example_dir, tmp_path):
+    """Issue 28 item 12: a rank on host 1 raises at `stage assign`. Its traceback, whole, and
+    one line naming the reason and the record file reach `distpart launch`'s stderr on host 0;
+    the record is in the output folder and the line in --log-file. Before, the abort could tear
+    the job down first: exit 1 right after `stage assign started` and no message."""
+    c = netns_pair
+    h0, h1 = c.hosts
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(RAISE_HOOK.format(point="assign", rank=1))
+    ssh = tmp_path / "ssh"         # Hydra runs HYDRA_LAUNCHER_EXEC as one program: ssh with the hosts' config
+    ssh.write_text(f'#!/bin/sh\nexec ssh -F {c.ssh_config} "$@"\n')
+    ssh.chmod(0o755)
+    env = dict(c.env, MPI4PY_MPIABI="mpich", LD_LIBRARY_PATH=mpich_env.get("LD_LIBRARY_PATH", ""),
+               HYDRA_LAUNCHER_EXEC=str(ssh),
+               PYTHONPATH=os.pathsep.join(filter(None, [str(hook), c.env.get("PYTHONPATH")])))
+    cfg = tmp_path / "ip_config.txt"
+    cfg.write_text(f"{h0.address} 30050\n{h1.address} 30050\n")
+    out, log = tmp_path / "out", tmp_path / "run.log"
+    run = h0.run([DISTPART, "launch", "--mpiexec", HYDRA, "--ip-config", cfg, "--interface", c.iface, "--",
+                  "pipeline", example_dir, out, "--num-parts", 2, "--method", "random", "--log-file", log],
+                 env=env, timeout=TIMEOUT)
+    assert run.returncode != 0, run.stderr[-3000:]
+    assert f"2 ranks on 2 hosts ({h0.name} x1, {h1.name} x1)" in run.stderr, run.stderr[-3000:]
+    tag, record = f"[rank 1/2 {h1.name}]", out / "distpart-error-rank1.txt"
+    # The whole traceback arrived, its last line (the exception's, 200 kB) included.
+    assert f"{tag} Traceback (most recent call last):" in run.stderr, run.stderr[-3000:]
+    assert "RuntimeError: injected bug at assign on rank 1 xxx" in run.stderr, run.stderr[-3000:]
+    assert " END\n" in run.stderr, run.stderr[-3000:]
+    line = f"distpart pipeline: error: {tag} RuntimeError: injected bug at assign on rank 1 xxx"
+    found = [ln for ln in run.stderr.splitlines() if ln.startswith(line)]
+    assert len(found) == 1, run.stderr[-3000:]
+    # The reason is cut to one readable line; the record holds the rest.
+    assert found[0].endswith(f"... (unexpected: traceback above and in {record}; stopping every rank)"), \
+        found[0][-300:]
+    # Durable where the user looks: the record in the output folder, the line in the log file.
+    text = record.read_text()
+    assert text.startswith(f"{tag} RuntimeError: injected bug at assign on rank 1 xxx")
+    assert "Traceback (most recent call last):" in text and text.endswith(" END\n")
+    assert found[0] in log.read_text().splitlines()
     assert not (out / "metadata.json").exists()

@@ -7,6 +7,7 @@ records its command line and exits with a status of its own choosing).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -18,7 +19,7 @@ from typing import Dict, List, Optional
 import numpy as np
 import pytest
 
-from distpart.dgltools import TOOLS_DIR, _flags, _python, backend
+from distpart.dgltools import TOOLS_DIR, _flags, _python, backend, parmetis_steps
 from distpart.errors import InputError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -192,29 +193,192 @@ def test_random_partition_and_data_proc_pipeline_jobs(tmp_path, monkeypatch):
 # ---------------------------------------------------------------- ParMETIS files (pure parts)
 
 def test_part_file_lines_and_reading_them_back(tmp_path):
-    lines = backend.part_file_lines(10, 2, np.array([1, 0, 3]))
+    lines = parmetis_steps.part_file_lines(10, 2, np.array([1, 0, 3]))
     assert lines == b"12 1\n13 0\n14 3\n"
     f = tmp_path / "g_part.4"
-    f.write_bytes(b"2 3\n0 1\n1 0\n3 3\n")          # DGL's pm_dglpart does not sort its lines
-    assert backend.read_part_file(f, 4).tolist() == [1, 0, 3, 3]
-    for text, problem in [(b"0 1\n1 0\n", "has 2 lines, but the graph has 4 nodes"),
-                          (b"0 1\n1 0\n1 0\n3 0\n", "each node ID from 0 to 3 exactly once"),
-                          (b"0 1\n1 0\n2 -1\n3 0\n", "negative partition"),
-                          (b"0 a\n1 b\n2 c\n3 d\n", "two integers"),
-                          (b"0\n1\n2\n3\n", "two integers")]:
+    f.write_bytes(b"2 3\n0 1\n1 0\n3 3\n\n")        # DGL's pm_dglpart does not sort its lines
+    parts, num_parts = parmetis_steps.read_part_file(f, 4, 4)
+    assert parts.tolist() == [1, 0, 3, 3] and num_parts == 4
+    for text, p, problem in [
+            (b"0 1\n1 0\n", 4, "has 2 lines, but the graph has 4 nodes (node ID 2 has no line)"),
+            (b"0 1\n1 0\n2 1\n3 0\n1 1\n", 4, "node ID 1 is on line 2 and again on line 5: each node must be on "
+                                               "exactly one line"),
+            (b"0 1\n1 0\n1 0\n3 0\n", 4, "node ID 1 is on line 2 and again on line 3"),
+            (b"0 1\n1 0\n4 1\n3 0\n", 4, "node ID 4 on line 3 is outside [0, 4) (the graph has 4 nodes)"),
+            (b"0 1\n1 0\n2 -1\n3 0\n", 4, "partition ID -1 on line 3 is outside [0, 4) (P = 4: from the file "
+                                           "name, <graph>_part.4)"),
+            (b"0 1\n1 0\n2 4\n3 0\n", 4, "partition ID 4 on line 3 is outside [0, 4)"),
+            # no `.<P>` in the name: P is the number of distinct partitions, as DGL's counts it
+            (b"0 0\n1 2\n2 0\n3 2\n", None, "partition ID 2 on line 2 is outside [0, 2) (P = 2: the number of "
+                                             "distinct partitions, as DGL counts it)"),
+            (b"0 1\n\n1 0\n2 0\n3 0\n", 4, "line 2 is not '<node ID> <partition>'"),
+            (b"0 1\n1\n2 0\n3 0\n", 4, "Expected 2 columns, got 1"),
+            (b"0 1 7\n1 0 7\n2 0 7\n3 0 7\n", 4, "has 3 fields a line: expected two integers"),
+            (b"0 a\n1 b\n2 c\n3 d\n", 4, "invalid value 'a'"),
+            (b"0\n1\n2\n3\n", 4, "has 1 field a line: expected two integers")]:
         f.write_bytes(text)
-        with pytest.raises(InputError, match=problem) as e:
-            backend.read_part_file(f, 4)
-        assert str(f) in str(e.value)
+        with pytest.raises(InputError) as e:
+            parmetis_steps.read_part_file(f, 4, p)
+        assert str(e.value).startswith(f"{f}: ") and problem in str(e.value) and "\n" not in str(e.value)
+    assert parmetis_steps.num_parts_of(Path("x/g_part.12")) == 12 and parmetis_steps.num_parts_of(Path("g.txt")) is None
 
 
-def test_pm_dglpart_refuses_dgls_own_nfiles(tmp_path):
+@pytest.mark.parametrize("line, problem", [
+    ("{d}/node_weights_paper_0.txt 0 100\n", "does not name a chunked graph's metadata file: it was not written by "
+                                             "distpart's parmetis_preprocess.py (DGL's lists node weight files"),
+    ("{d}/in dir/metadata.json 0 100\n", "line 1 names a metadata file whose path has a space but is not quoted"),
+    ("", "is empty: it must hold one line 'METADATA_FILE 0 NODES'"),
+    ("{d}/metadata.json 0 100\n{d}/metadata.json 0 100\n", "has 2 lines, but distpart's parmetis_preprocess.py "
+                                                           "writes one"),
+    ("'{d}/in dir/metadata.json 0 100\n", "line 1 is not 'METADATA_FILE 0 NODES' with the path quoted as a "
+                                               "shell word (No closing quotation)"),
+    ("{d}/metadata.json 1 100\n", "line 1 is not 'METADATA_FILE 0 NODES' (3 fields"),
+])
+def test_pm_dglpart_says_what_is_wrong_with_nfiles(tmp_path, line, problem):
     nfiles = tmp_path / "parmetis_nfiles.txt"
-    nfiles.write_text(f"{tmp_path}/node_weights_paper_0.txt 0 100\n")
-    with pytest.raises(InputError, match="not written by distpart's parmetis_preprocess.py"):
-        backend.metadata_from_nfiles(nfiles)
-    nfiles.write_text(f"{tmp_path}/metadata.json 0 100\n")
-    assert backend.metadata_from_nfiles(nfiles) == tmp_path / "metadata.json"
+    nfiles.write_text(line.format(d=tmp_path))
+    with pytest.raises(InputError) as e:
+        parmetis_steps.read_nfiles(nfiles)
+    assert str(e.value).startswith(f"{nfiles}: {problem}"), str(e.value)
+    assert str(e.value).endswith("run parmetis_preprocess.py from `distpart tools-path` again")
+
+
+@pytest.mark.parametrize("name", ["metadata.json", "in dir/metadata.json", "it's \\ $x/metadata.json"])
+def test_nfiles_line_round_trips_any_path(tmp_path, name):
+    nfiles = tmp_path / "parmetis_nfiles.txt"
+    nfiles.write_text(parmetis_steps.nfiles_line(tmp_path / name, 1500))
+    assert parmetis_steps.read_nfiles(nfiles) == (tmp_path / name, 1500)
+    nfiles.write_text(f"{tmp_path}/metadata.json 0 1500\n")       # the older, unquoted line: still read
+    assert parmetis_steps.read_nfiles(nfiles) == (tmp_path / "metadata.json", 1500)
+
+
+# ---------------------------------------------------------------- ParMETIS steps, one process (no mpiexec)
+
+NODES = 1500        # the graph of the ParMETIS step tests: one type, "homogeneous"
+
+
+def _graph(folder: Path) -> Path:
+    """A 1,500-node graph (graph_name "homogeneous") in `folder`; its metadata.json."""
+    from distpart.synthetic.graphs import homogeneous_graph
+    return homogeneous_graph(folder, NODES, 6000, num_chunks=2, feat_dim=0)
+
+
+def _tree(root: Path) -> Dict[str, object]:
+    """Every entry under root: a file's bytes, a link's target (what a refusal must not change)."""
+    return {str(p.relative_to(root)): os.readlink(p) if p.is_symlink() else p.read_bytes() if p.is_file() else None
+            for p in sorted(root.rglob("*"))}
+
+
+def _refused(done: subprocess.CompletedProcess, tool: str, message: str) -> None:
+    """Exit 2 with one error line, the last one, which is `message`."""
+    assert done.returncode == 2, done.stdout + done.stderr
+    errors = [line for line in done.stderr.splitlines() if ": error: " in line]
+    assert errors == [f"{backend.script_name(tool)}: error: {message}"], done.stderr
+
+
+def _postprocess(meta: Path, part: Path, out: Path) -> subprocess.CompletedProcess:
+    return _script("parmetis_postprocess", "--postproc_input_dir", str(meta.parent), "--schema_file",
+                   "metadata.json", "--parmetis_output_file", str(part), "--partitions_dir", str(out))
+
+
+def _preprocess(meta: Path, out: Path, num_parts: int) -> subprocess.CompletedProcess:
+    return _script("parmetis_preprocess", "--input_dir", str(meta.parent), "--schema_file", "metadata.json",
+                   "--output_dir", str(out), "--num_parts", str(num_parts))
+
+
+@pytest.mark.parametrize("num_parts, listed, problem", [
+    (5000, NODES, "{meta}: the number of partitions (5000) is larger than the number of nodes (1500): some "
+                  "partitions would be empty"),
+    (2, NODES - 1, "{nfiles}: says the graph has 1499 nodes, but {meta} has 1500: the graph changed after "
+                   "parmetis_preprocess.py ran; run it again"),
+])
+def test_pm_dglpart_checks_its_partitions_and_the_graph(tmp_path, num_parts, listed, problem):
+    meta = _graph(tmp_path / "in")
+    nfiles = tmp_path / "parmetis_nfiles.txt"
+    nfiles.write_text(f"{meta} 0 {listed}\n")
+    before = _tree(tmp_path)
+    done = _script("pm_dglpart", "homogeneous", str(num_parts), str(nfiles), cwd=tmp_path)
+    _refused(done, "pm_dglpart", problem.format(meta=meta, nfiles=nfiles))
+    assert _tree(tmp_path) == before and done.stdout == ""      # no homogeneous_part.<P>
+
+
+def test_parmetis_preprocess_refuses_more_partitions_than_nodes(tmp_path):
+    meta = _graph(tmp_path / "in")
+    before = _tree(tmp_path)
+    done = _preprocess(meta, tmp_path / "out", 5000)
+    _refused(done, "parmetis_preprocess", f"{meta}: the number of partitions (5000) is larger than the number of "
+                                          "nodes (1500): some partitions would be empty")
+    assert _tree(tmp_path) == before        # no stats, no out folder
+
+
+@pytest.mark.parametrize("name, change, problem", [
+    ("g_part.2", (NODES - 1, 5), "partition ID 5 on line 1500 is outside [0, 2) (P = 2: from the file name, "
+                                 "<graph>_part.2)"),
+    ("g_part.5000", None, "the number of partitions (5000) is larger than the number of nodes (1500): some "
+                          "partitions would be empty"),
+    ("g_part.2", (7, None), "node ID 7 is on line 8 and again on line 1500: each node must be on exactly one line"),
+])
+def test_parmetis_postprocess_checks_every_line(tmp_path, name, change, problem):
+    meta = _graph(tmp_path / "in")
+    lines = [f"{i} {i % 2}" for i in range(NODES)]
+    if change:
+        node, part = change
+        lines[-1] = f"{node} {part}" if part is not None else lines[node]
+    source = tmp_path / name
+    source.write_text("\n".join(lines) + "\n")
+    before = _tree(tmp_path)
+    done = _postprocess(meta, source, tmp_path / "assignment")
+    _refused(done, "parmetis_postprocess", f"{source}: {problem}")
+    assert _tree(tmp_path) == before        # no assignment folder, no partition_meta.json
+
+
+def test_parmetis_steps_with_spaces_in_every_path(tmp_path):
+    """GraphStorm's three steps (one process each) on a graph whose folder has a space: the
+    nfiles line is quoted and read back whole, and the assignment is complete."""
+    meta = _graph(tmp_path / "in dir")
+    steps = tmp_path / "step files"
+    pre = _preprocess(meta, steps, 2)
+    assert pre.returncode == 0, pre.stderr
+    work = tmp_path / "work dir"
+    work.mkdir()
+    part = _script("pm_dglpart", "homogeneous", "2", str(steps / "parmetis_nfiles.txt"),
+                   str(steps / "parmetis_efiles.txt"), cwd=work)
+    assert part.returncode == 0 and "(1500 nodes, 2 partitions)" in part.stdout, part.stderr
+    assert (steps / "parmetis_nfiles.txt").read_text() == f"'{meta.resolve()}' 0 1500\n"
+    assert (meta.parent / "homogeneous_stats.txt").read_text() == "1500 6000 1"
+    lines = np.loadtxt(work / "homogeneous_part.2", dtype=np.int64)
+    assert lines.shape == (NODES, 2) and (lines[:, 0] == np.arange(NODES)).all()
+    post = _postprocess(meta, work / "homogeneous_part.2", tmp_path / "assign dir")
+    assert post.returncode == 0, post.stderr
+    assert json.loads((tmp_path / "assign dir" / "partition_meta.json").read_text())["num_parts"] == 2
+    assert (np.loadtxt(tmp_path / "assign dir" / "_N.txt", dtype=np.int64) == lines[:, 1]).all()
+
+
+@pytest.mark.parametrize("tool", ["parmetis_preprocess", "pm_dglpart", "parmetis_postprocess"])
+def test_parmetis_steps_never_write_through_a_link(tmp_path, tool):
+    """An output path that is a symbolic link (to a file of someone else's) is refused before
+    anything is written: the file it leads to is unchanged and no other output appears."""
+    meta = _graph(tmp_path / "in")
+    victim = tmp_path / "victim.txt"
+    victim.write_text("not distpart's\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    link = out / {"parmetis_preprocess": "parmetis_nfiles.txt", "pm_dglpart": "homogeneous_part.2",
+                  "parmetis_postprocess": "partition_meta.json"}[tool]
+    link.symlink_to(victim)
+    nfiles, source = tmp_path / "parmetis_nfiles.txt", tmp_path / "g_part.2"
+    nfiles.write_text(f"{meta} 0 {NODES}\n")
+    source.write_text("".join(f"{i} {i % 2}\n" for i in range(NODES)))
+    before = _tree(tmp_path)
+    if tool == "parmetis_preprocess":
+        done = _preprocess(meta, out, 2)
+    elif tool == "pm_dglpart":
+        done = _script("pm_dglpart", "homogeneous", "2", str(nfiles), cwd=out)
+    else:
+        done = _postprocess(meta, source, out)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"error: {link}: is a symbolic link (to {victim})" in done.stderr, done.stderr
+    assert _tree(tmp_path) == before and victim.read_text() == "not distpart's\n"
 
 
 # ---------------------------------------------------------------- distpart's interpreter

@@ -8,8 +8,11 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import os
+import socket
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +21,8 @@ from hypothesis import strategies as st
 
 from distpart.errors import InputError
 from distpart.launch import add_launch_arguments, hostfile_text, plan_from_args, read_hostfile, read_ip_config
+from distpart.launch import hosts as hosts_module
+from distpart.launch.hosts import THIS_MACHINE, refuse_one_machine_twice, resolve_machines
 
 OPENMPI_VERSION = "mpiexec (OpenRTE) 4.1.4\n\nReport bugs to http://www.open-mpi.org/community/help/\n"
 HYDRA_VERSION = "HYDRA build details:\n    Version:                                 4.0.2\n"
@@ -166,6 +171,88 @@ def test_launch_and_hostfile_commands_refuse_with_exit_2_and_write_nothing(tmp_p
     run = subprocess.run([sys.executable, "-m", "distpart", "hostfile", str(cfg)], capture_output=True, text=True)
     assert run.returncode == 2 and run.stdout == ""
     assert run.stderr.startswith(f"distpart hostfile: error: {cfg}: line 2: 'node_2' is not a valid host name")
+
+
+# ---------------------------------------------------------------- one machine under two names (issue 28 item 9)
+
+def test_ip_config_naming_this_machine_twice_is_refused_before_mpiexec(tmp_path):
+    """`127.0.0.1` and `localhost`: Open MPI stopped with "multiple definitions of the slot
+    count ... An internal error has occurred in ORTE", exit 1. Now one line naming the file,
+    both lines and both names, exit 2, and mpiexec is never started (not even --dry-run's)."""
+    fake = _script(tmp_path / "mpiexec", 'if [ "$1" = --version ]; then echo "mpiexec (OpenRTE) 4.1.4"; exit 0; fi\n'
+                   f'touch {tmp_path}/ran\n')
+    tmpdir = tmp_path / "tmpdir"
+    tmpdir.mkdir()
+    cfg = tmp_path / "ip_config.txt"
+    cfg.write_text("# two names, one machine\n127.0.0.1 30050\n\nlocalhost 30050\n")
+    nodes = tmp_path / "nodes"
+    nodes.write_text("localhost slots=2\nlocalhost slots=2\n127.0.0.2:1\n")
+    for source, path, lines in (("--ip-config", cfg, (2, 4, "127.0.0.1", "localhost")),
+                                ("--hostfile", nodes, (1, 3, "localhost", "127.0.0.2"))):
+        for extra in ([], ["--dry-run"]):
+            run = subprocess.run([sys.executable, "-m", "distpart", "launch", source, str(path), "--mpiexec",
+                                  str(fake), *extra, "--", "validate", "IN"], capture_output=True, text=True,
+                                 timeout=60, env=dict(os.environ, TMPDIR=str(tmpdir)))
+            assert run.returncode == 2 and run.stdout == "", run.stderr
+            i, j, a, b = lines
+            assert run.stderr == (f"distpart launch: error: {path}: lines {i} and {j} name the same machine: "
+                                  f"{a!r} and {b!r} are both this machine; list each machine once, under one name\n")
+    assert not (tmp_path / "ran").exists()
+    assert not list(tmpdir.glob("distpart-hosts-*"))
+
+
+def _fake_resolver(table):
+    return lambda names: {n: frozenset(table[n]) for n in names if n in table}
+
+
+def test_two_names_of_one_address_name_both_lines(tmp_path):
+    table = {"node1": ["10.0.0.5"], "node1.cluster": ["10.0.0.5", "fd00::5"], "node2": ["10.0.0.6"],
+             "node3": ["fd00::7"]}
+    lines = [(1, "node1"), (2, "node2"), (3, "node1"), (5, "unresolvable"), (6, "node1.cluster")]
+    with pytest.raises(InputError) as e:
+        refuse_one_machine_twice(tmp_path / "hosts", lines, _fake_resolver(table))
+    assert str(e.value) == (f"{tmp_path / 'hosts'}: lines 1 and 6 name the same machine: 'node1' and "
+                            "'node1.cluster' both resolve to 10.0.0.5; list each machine once, under one name")
+    # The same name again (a node file lists a node once per slot) and names that do not
+    # resolve are no conflict.
+    refuse_one_machine_twice("h", [(1, "node1"), (2, "node1"), (3, "node2"), (4, "x"), (5, "y"), (6, "node3")],
+                             _fake_resolver(table))
+    # plan_from_args runs the check when given a resolver (launch_main gives the real one).
+    f = tmp_path / "ip_config.txt"
+    f.write_text("node2 30050\nnode1 30050\nnode1.cluster 30050\n")
+    args = _args(["--ip-config", str(f), "--", "validate", "I"])
+    with pytest.raises(InputError, match=r"lines 2 and 3 name the same machine: 'node1' and 'node1.cluster'"):
+        plan_from_args(args, {}, OPENMPI_VERSION, tmp_path / "h", "/py", resolve=_fake_resolver(table))
+    plan, _ = plan_from_args(args, {}, OPENMPI_VERSION, tmp_path / "h", "/py")   # no resolver: not checked
+    assert plan.hosts == ("node2", "node1", "node1.cluster")
+
+
+def test_resolver_counts_loopback_and_own_addresses_as_this_machine():
+    got = resolve_machines(["127.0.0.1", "127.0.0.2", "localhost", "::1", socket.gethostname(), "no-such-host.invalid"])
+    assert got["127.0.0.1"] == got["127.0.0.2"] == got["localhost"] == got["::1"] == frozenset([THIS_MACHINE])
+    assert got[socket.gethostname()] == frozenset([THIS_MACHINE])      # this machine's own name
+    assert "no-such-host.invalid" not in got                            # RFC 2606: never resolves
+    assert "192.0.2.1" in resolve_machines(["192.0.2.1"])["192.0.2.1"]  # TEST-NET-1: nobody's here
+
+
+def test_a_resolver_that_hangs_is_abandoned(monkeypatch):
+    release = threading.Event()
+    real = socket.getaddrinfo
+
+    def slow(host, *a, **k):
+        if host == "slow.example":
+            release.wait(30)
+            raise socket.gaierror("gave up")
+        return real(host, *a, **k)
+
+    monkeypatch.setattr(hosts_module.socket, "getaddrinfo", slow)
+    t0 = time.monotonic()
+    try:
+        got = resolve_machines(["slow.example", "localhost"], timeout=0.5)
+    finally:
+        release.set()
+    assert time.monotonic() - t0 < 5
+    assert got == {"localhost": frozenset([THIS_MACHINE])}
 
 
 # ---------------------------------------------------------------- properties

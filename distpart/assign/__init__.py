@@ -2,7 +2,8 @@
 
 `assignment` is the step's product (`Assignment`, DGL's `<ntype>.txt` and
 `partition_meta.json`, read and written) and the random method; the rest is what the graph
-partitioners need: `adjacency` builds the distributed CSR, `ordering` puts hubs first, `nonempty` fills empty partitions,
+partitioners need: `adjacency` builds the distributed CSR, `ordering` puts hubs first, `nonempty` fills empty partitions, `options`
+checks Step 1's option values while the command line is parsed,
 `balance` turns balance options into vertex weights, `parmetis` binds ParMETIS, `metis` binds
 serial METIS, `parhip` writes the graph KaMinPar reads and `kaminpar` runs it; `multilevel/`
 is our own distributed multilevel method. Dispatch and the checks import only
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 
 # Step 1's methods, as `--method` names them.
 METHODS = ("multilevel", "parmetis", "kaminpar", "random")
+
 
 
 def compute_assignment(comm: "Intracomm", meta: "GraphMeta", num_parts: int, method: str,

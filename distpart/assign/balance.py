@@ -10,27 +10,15 @@ training nodes are spread evenly too.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import List, Tuple
 
 import numpy as np
 
 from ..errors import InputError
+from .options import imbalance_problem
 from ..chunked.metadata import GraphMeta
 from ..chunked.readers import FeatureSource
-
-
-# Past this no balance is left to ask for (every block may hold everything well before it).
-MAX_IMBALANCE = 1000.0
-
-
-def imbalance_problem(value: float) -> "str | None":
-    """Why `value` cannot be --imbalance (max/average load per constraint), or None."""
-    if not math.isfinite(value) or not 1.0 < value <= MAX_IMBALANCE:
-        return (f"must be a number greater than 1.0 and at most {MAX_IMBALANCE:g} (the largest load over "
-                f"the average, e.g. 1.05), got {value}")
-    return None
 
 
 @dataclass(frozen=True)

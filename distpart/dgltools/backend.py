@@ -6,13 +6,8 @@ TOOL ARGS...` (see `_python`); it parses the same flags again with `_flags`.
   IN ASSIGN OUT --overwrite ...`, with `--ssh-port` as Open MPI's ssh option;
 - data_proc_pipeline: `distpart dispatch` with `--world-size` ranks on this machine;
 - random_partition: `distpart assign --method random --seed 0`;
-- parmetis_preprocess, pm_dglpart, parmetis_postprocess: GraphStorm's three ParMETIS steps.
-  DGL's first step writes ParMETIS's input files, its `pm_dglpart` writes
-  `<graph>_part.<P>` (lines `<node ID> <partition>`), its last step splits that file into
-  `<ntype>.txt`. Here the first step checks the input and writes the small files GraphStorm
-  copies, `pm_dglpart` runs distpart's ParMETIS method (Step 1 of `distpart assign
-  --method parmetis --balance-ntypes`) on the ranks GraphStorm's `mpirun` started and writes
-  `<graph>_part.<P>` in DGL's format with MPI-IO, and the last step splits it as DGL's does.
+- parmetis_preprocess, pm_dglpart, parmetis_postprocess: GraphStorm's three ParMETIS steps
+  (`parmetis_steps`), each run on the ranks GraphStorm's `mpirun` started by `_collective`.
 
 Two environment variables pass what DGL's flags cannot say: `DISTPART_LAUNCH_ARGS` (e.g.
 `--interface eth0`, for `distpart launch`) and `DISTPART_DISPATCH_ARGS` (e.g.
@@ -25,7 +20,6 @@ import os
 import shlex
 import sys
 import tempfile
-import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Dict, List, Mapping, Optional, Sequence
 
@@ -33,11 +27,7 @@ from . import _flags
 from ..errors import DistpartError, InputError
 
 if TYPE_CHECKING:
-    import numpy as np
     from mpi4py.MPI import Intracomm
-
-    from ..assign.assignment import Assignment
-    from ..chunked.metadata import GraphMeta
 
 USER_ERROR = 2
 QUIET_LEVELS = ("WARNING", "ERROR", "CRITICAL")     # DGL log levels that hide progress lines
@@ -207,190 +197,27 @@ def _collective(tool: str, body: Callable[["Intracomm"], None]) -> int:
         if rank == 0 and (size > 1 or launcher_rank(os.environ) in (None, 0)):
             print(f"{script_name(tool)}: error: {e}", file=sys.stderr, flush=True)
         return USER_ERROR
-    except BaseException:  # a bug: never leave the other ranks waiting in a collective
-        sys.stderr.write(f"{rank_tag(rank, size, MPI.Get_processor_name())} " + traceback.format_exc())
-        sys.stderr.flush()
-        comm.Abort(1)
+    except BaseException as e:  # a bug: say why where the user will see it, then stop every rank
+        from ..mpi.failure import abort_on_bug
+        abort_on_bug(comm, e, rank_tag(rank, size, MPI.Get_processor_name()), script_name(tool))
     return 0
 
 
-def _write_text(path: Path, text: str) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    except OSError as e:
-        raise InputError(path, f"cannot write: {e.strerror}") from None
-
-
 def run_parmetis_preprocess(args: argparse.Namespace) -> int:
-    """Check the input on GraphStorm's ranks and write what GraphStorm and pm_dglpart read:
-    `<input_dir>/<graph>_stats.txt` (DGL's `nodes edges constraints`, kept if present, as
-    DGL keeps it), `<output_dir>/parmetis_nfiles.txt` (one line in DGL's `file start end`
-    form naming the metadata file, which pm_dglpart reads) and `parmetis_efiles.txt` (the
-    input's edge files, for reference)."""
-    def body(comm: "Intracomm") -> None:
-        from ..chunked.validate import validate
-        from ..mpi.collective import agreed
-        meta = validate(comm, metadata_path(args.input_dir, args.schema_file))
-        with agreed(comm):
-            if args.num_parts < 1:
-                raise InputError(None, f"--num_parts must be at least 1, got {args.num_parts}")
-            if comm.Get_rank() == 0:
-                nodes, edges = sum(meta.node_counts), sum(meta.edge_counts)
-                stats = Path(args.input_dir) / f"{meta.graph_name}_stats.txt"
-                if not stats.exists():
-                    _write_text(stats, f"{nodes} {edges} {len(meta.node_types)}")
-                out = Path(args.output_dir)
-                _write_text(out / "parmetis_nfiles.txt", f"{meta.path.resolve()} 0 {nodes}\n")
-                _write_text(out / "parmetis_efiles.txt",
-                            "".join(f"{p.resolve()}\n" for e in meta.edge_types for p in e.files.paths))
-    return _collective("parmetis_preprocess", body)
-
-
-def metadata_from_nfiles(nfiles: Path) -> Path:
-    """The metadata file our parmetis_preprocess.py named in parmetis_nfiles.txt."""
-    from ..paths import read_user_text
-    text = read_user_text(nfiles, InputError)
-    fields = text.split("\n", 1)[0].split()
-    if len(fields) != 3 or not fields[0].endswith(".json"):
-        raise InputError(nfiles, "does not name a chunked graph's metadata file: it was not written by "
-                                 "distpart's parmetis_preprocess.py (DGL's lists node weight files, which "
-                                 "distpart does not read); run the one in `distpart tools-path`")
-    return Path(fields[0])
-
-
-def part_file_lines(type_offset: int, block_start: int, parts: "np.ndarray") -> bytes:
-    """`<global node ID> <partition>` lines of one block of one node type (DGL's ParMETIS
-    output: node IDs of all types in one range, types in metadata order)."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.csv as pacsv
-    ids = np.arange(len(parts), dtype=np.int64) + (type_offset + block_start)
-    sink = pa.BufferOutputStream()
-    pacsv.write_csv(pa.table({"n": ids, "p": np.asarray(parts, dtype=np.int64)}), sink,
-                    write_options=pacsv.WriteOptions(include_header=False, delimiter=" "))
-    return sink.getvalue().to_pybytes()
-
-
-def write_part_file(comm: "Intracomm", assignment: "Assignment", meta: "GraphMeta", path: Path) -> None:
-    """`<graph>_part.<P>`, every rank writing its blocks at their byte offsets (MPI-IO), so no
-    rank holds more than its share. Collective."""
-    import numpy as np
-
-    from ..mpi.exchange import allreduce_sum, exscan_sum
-    from ..mpi.files import open_for_writing, write_at
-    offsets = np.cumsum([0, *meta.node_counts])
-    chunks = [np.frombuffer(part_file_lines(int(offsets[t]), assignment.blocks[ntype].start,
-                                            assignment.blocks[ntype].parts), dtype=np.uint8)
-              for t, ntype in enumerate(meta.node_types)]
-    sizes = np.array([len(c) for c in chunks], dtype=np.int64)
-    totals, below = allreduce_sum(comm, sizes), exscan_sum(comm, sizes)
-    starts = np.cumsum(totals) - totals + below     # blocks are in rank order inside each type
-    with open_for_writing(comm, path, InputError) as fh:
-        for start, chunk in zip(starts, chunks):
-            write_at(fh, int(start), chunk)
-    comm.Barrier()
+    from . import parmetis_steps
+    meta_file = metadata_path(args.input_dir, args.schema_file)
+    return _collective("parmetis_preprocess", lambda comm: parmetis_steps.preprocess(comm, args, meta_file))
 
 
 def run_pm_dglpart(args: argparse.Namespace) -> int:
-    """distpart's ParMETIS method on the ranks `mpirun` started; writes `<graph>_part.<P>`
-    in the current folder, as DGL's pm_dglpart does."""
-    def body(comm: "Intracomm") -> None:
-        from ..assign import compute_assignment
-        from ..assign.balance import BalanceOptions
-        from ..chunked.validate import validate
-        from ..mpi.collective import agreed
-        from ..partitions.layout import check_layout
-        from ..run.progress import open_progress
-        with agreed(comm):
-            meta_file = metadata_from_nfiles(Path(args.nfiles))
-        meta = validate(comm, meta_file)
-        out = Path.cwd() / f"{args.graph_name}_part.{args.num_parts}"
-        with agreed(comm):
-            if meta.graph_name != args.graph_name:
-                raise InputError(meta.path, f"graph_name is {meta.graph_name!r}, but pm_dglpart was asked to "
-                                            f"partition {args.graph_name!r}")
-            check_layout(args.num_parts, comm.Get_size())
-            if any(p.resolve() == out.resolve() for _, p in meta.all_files()):
-                raise InputError(out, "is a file of the input graph: pm_dglpart would replace it")
-        progress = open_progress(comm.Get_rank() == 0, False, None)
-        try:
-            # DGL's preprocess gives ParMETIS one constraint per node type; so does this.
-            balance = BalanceOptions(ntypes=True)
-            assignment = compute_assignment(comm, meta, args.num_parts, "parmetis", balance, 0, None, progress)
-            write_part_file(comm, assignment, meta, out)
-        finally:
-            progress.close()
-        if comm.Get_rank() == 0:
-            print(f"pm_dglpart: wrote {out} ({sum(meta.node_counts)} nodes, {args.num_parts} partitions)",
-                  flush=True)
-    return _collective("pm_dglpart", body)
-
-
-def read_part_file(path: Path, num_nodes: int) -> "np.ndarray":
-    """The partition of every node from `<node ID> <partition>` lines (DGL's ParMETIS output,
-    in any order), checked: each node ID of [0, num_nodes) exactly once, partitions >= 0."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.csv as pacsv
-    try:
-        table = pacsv.read_csv(str(path), read_options=pacsv.ReadOptions(autogenerate_column_names=True),
-                               parse_options=pacsv.ParseOptions(delimiter=" "))
-    except (pa.ArrowInvalid, OSError) as e:
-        raise InputError(path, f"cannot read ParMETIS's '<node ID> <partition>' lines: {e}") from None
-    if table.num_columns < 2 or any(not pa.types.is_integer(c.type) for c in table.columns[:2]):
-        raise InputError(path, "expected lines of two integers, '<node ID> <partition>'")
-    ids, parts = (table.column(i).to_numpy().astype(np.int64) for i in (0, 1))
-    if len(ids) != num_nodes:
-        raise InputError(path, f"has {len(ids)} lines, but the graph has {num_nodes} nodes")
-    if len(ids) and np.any(ids[1:] < ids[:-1]):
-        order = np.argsort(ids, kind="stable")
-        ids, parts = ids[order], parts[order]
-    if not np.array_equal(ids, np.arange(num_nodes, dtype=np.int64)):
-        raise InputError(path, f"does not name each node ID from 0 to {num_nodes - 1} exactly once")
-    if len(parts) and parts.min() < 0:
-        raise InputError(path, f"has a negative partition ({parts.min()})")
-    return parts
+    from . import parmetis_steps
+    return _collective("pm_dglpart", lambda comm: parmetis_steps.pm_dglpart(comm, args))
 
 
 def run_parmetis_postprocess(args: argparse.Namespace) -> int:
-    """Split `<graph>_part.<P>` into `<ntype>.txt` and write partition_meta.json (algo_name
-    "metis"), as DGL's parmetis_postprocess.py. One process: it reads the whole file, like DGL's."""
-    def body(comm: "Intracomm") -> None:
-        import json
-
-        import numpy as np
-
-        from ..assign.assignment import META_FILE, format_lines
-        from ..chunked.validate import validate
-        from ..mpi.collective import agreed
-        from ..paths import file_in
-        from ..run.outdir import refuse_inside_input
-        meta = validate(comm, metadata_path(args.postproc_input_dir, args.schema_file))
-        with agreed(comm):
-            if comm.Get_rank() != 0:
-                return
-            out = Path(args.partitions_dir)
-            refuse_inside_input(out, meta.root)
-            source = Path(args.parmetis_output_file)
-            parts = read_part_file(source, sum(meta.node_counts))
-            suffix = source.name.rsplit(".", 1)[-1]
-            num_parts = int(parts.max()) + 1 if len(parts) else 1
-            if suffix.isdigit() and int(suffix) >= num_parts:
-                num_parts = int(suffix)     # <graph>_part.<P>: an empty last partition still counts
-            offsets = np.cumsum([0, *meta.node_counts])
-            for t, ntype in enumerate(meta.node_types):
-                path = file_in(out, ntype, ".txt")
-                try:
-                    out.mkdir(parents=True, exist_ok=True)
-                    path.write_bytes(format_lines(parts[offsets[t]:offsets[t + 1]]))
-                except OSError as e:
-                    raise InputError(path, f"cannot write: {e.strerror}") from None
-            _write_text(out / META_FILE, json.dumps({"algo_name": "metis", "num_parts": num_parts,
-                                                     "version": "1.0.0"}, indent=2) + "\n")
-            print(f"parmetis_postprocess.py: wrote {', '.join(f'{t}.txt' for t in meta.node_types)} and "
-                  f"{META_FILE} ({num_parts} partitions) in {out}", flush=True)
-    return _collective("parmetis_postprocess", body)
+    from . import parmetis_steps
+    meta_file = metadata_path(args.postproc_input_dir, args.schema_file)
+    return _collective("parmetis_postprocess", lambda comm: parmetis_steps.postprocess(comm, args, meta_file))
 
 
 HANDLERS: Dict[str, Callable[[argparse.Namespace], int]] = {

@@ -1,7 +1,8 @@
 """Starting a distpart job across machines: DGL's ip_config.txt or a hostfile -> mpiexec.
 
 `hosts` reads the host lists, every line checked: DGL's `ip_config.txt` and hostfiles (Open
-MPI `host slots=N`, MPICH/Hydra `host:N`, one host per line as batch systems write them).
+MPI `host slots=N`, MPICH/Hydra `host:N`, one host per line as batch systems write them), and
+refuses two names of one machine (issue 28: Open MPI stops on them with an internal error).
 `distpart launch` (here) detects the site's MPI from `mpiexec --version`, writes the
 hostfile for it, checks that every remote host answers over the remote shell mpiexec will
 use (so an unreachable node is named at once instead of hanging mpiexec) and has this
@@ -32,8 +33,9 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..errors import InputError
 # The host lists, here too: `distpart hostfile` and the tests take them from distpart.launch.
-from .hosts import (FLAVORS, distinct_hosts, format_hostfile, host_problem, host_slots,  # noqa: F401
-                    hostfile_text, read_hostfile, read_ip_config)
+from .hosts import (FLAVORS, Resolver, distinct_hosts, format_hostfile, host_problem, host_slots,  # noqa: F401
+                    hostfile_lines, hostfile_text, ip_config_lines, merged_slots, own_address, read_hostfile,
+                    read_ip_config, refuse_one_machine_twice, resolve_machines)
 
 # Variables remote ranks need to find the same Python, venv and libraries as the launcher
 # (forwarded only when set). The MPI4PY_*/PARMETIS_* ones select the MPI ABI and a site
@@ -135,16 +137,22 @@ def job_argv(python: str, subcommand_args: Sequence[str]) -> Tuple[str, ...]:
 
 def plan_from_args(args: argparse.Namespace, env: Mapping[str, str], version_text: str,
                    hostfile: Path, python: str,
-                   local_addresses: Optional[Mapping[str, Sequence[str]]] = None) -> Tuple[LaunchPlan, str]:
-    """(the plan, the hostfile text to write) for parsed `launch` arguments."""
+                   local_addresses: Optional[Mapping[str, Sequence[str]]] = None,
+                   resolve: Optional[Resolver] = None) -> Tuple[LaunchPlan, str]:
+    """(the plan, the hostfile text to write) for parsed `launch` arguments. With `resolve`
+    (`resolve_machines`; launch_main passes it), two names of one machine are refused."""
     if args.ranks_per_host is not None and args.ranks_per_host < 1:
         raise InputError(None, f"--ranks-per-host must be at least 1, got {args.ranks_per_host}")
     if args.ip_config is not None:
-        entries = distinct_hosts(read_ip_config(args.ip_config), args.ranks_per_host or 1)
+        named = ip_config_lines(args.ip_config)
+        entries = distinct_hosts([h for _, h in named], args.ranks_per_host or 1)
     else:
-        entries = read_hostfile(args.hostfile)
+        lines = hostfile_lines(args.hostfile)
+        named, entries = [(i, h) for i, h, _ in lines], merged_slots(lines)
         if args.ranks_per_host is not None:
             entries = [(h, args.ranks_per_host) for h, _ in entries]
+    if resolve is not None:
+        refuse_one_machine_twice(args.ip_config or args.hostfile, named, resolve)
     flavor = detect_flavor(version_text)
     ipv6 = [h for h, _ in entries if ":" in h]
     if ipv6 and (flavor == "mpich" or "openrte" in version_text.lower()):
@@ -169,18 +177,10 @@ def is_local(host: str) -> bool:
     if host == "localhost" or host == socket.gethostname():
         return True
     try:
-        addr = ipaddress.ip_address(host)
+        ipaddress.ip_address(host.split("%")[0])
     except ValueError:
         return host == socket.getfqdn()      # last: it may ask DNS
-    if addr.is_loopback:
-        return True
-    try:  # binding to an address succeeds only when it is one of this machine's
-        family = socket.AF_INET6 if addr.version == 6 else socket.AF_INET
-        with socket.socket(family, socket.SOCK_DGRAM) as s:
-            s.bind((host, 0))
-        return True
-    except OSError:
-        return False
+    return own_address((host, 0))
 
 
 def remote_shell(env: Mapping[str, str], flavor: str = "openmpi") -> List[str]:
@@ -294,7 +294,7 @@ def launch_main(args: argparse.Namespace) -> int:
         os.close(fd)
         hostfile = Path(name)
         plan, text = plan_from_args(args, os.environ, version.stdout + version.stderr, hostfile, sys.executable,
-                                    _local_addresses() if args.interface else None)
+                                    _local_addresses() if args.interface else None, resolve_machines)
         hostfile.write_text(text)
         command = shlex.join(plan.argv())
         if args.dry_run:

@@ -9,13 +9,24 @@ slot); mpiexec wants a hostfile in its own dialect (Open MPI `host slots=N`, MPI
 else would reach ssh (a name starting with '-' as an option) or mpiexec's own parser, whose
 error names a temporary hostfile the user never saw. Each bad line is refused with the file,
 the line number and what is wrong.
+
+Two lines naming one machine by different names (`127.0.0.1` and `localhost`, a node's name
+and its address) are refused too, naming both lines: Open MPI stops on them with "multiple
+definitions of the slot count ... An internal error has occurred in ORTE" (issue 28), and
+another launcher would start twice the ranks there. `resolve_machines` resolves every name
+(this machine's names and addresses, loopback included, count as one); a name that does not
+resolve is left to ssh and mpiexec, as before.
 """
 from __future__ import annotations
 
 import ipaddress
+import queue
 import re
+import socket
+import threading
+import time
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
 from ..errors import InputError
 from ..paths import read_user_text
@@ -28,6 +39,12 @@ _DIGITS = re.compile(r"[0-9]+")
 _SLOT_KEYS = ("slots", "count", "cpu", "cpus")
 _MAX_KEYS = tuple(f"{a}{s}{b}" for k in ("slots", "cpu", "count") for a, b in (("max", k), (k, "max")) for s in "_-")
 MAX_SLOTS = 2**31 - 1
+# What a name of this machine resolves to in `resolve_machines` (mpiexec starts those ranks locally).
+THIS_MACHINE = "this machine"
+RESOLVE_TIMEOUT_S = 10.0    # all names together; a slow DNS must not hold the launch longer
+MAX_RESOLVERS = 32          # parallel lookups at most
+# names -> {name: the machine's addresses}; a name missing from the answer did not resolve.
+Resolver = Callable[[Sequence[str]], Mapping[str, FrozenSet[str]]]
 
 
 def _is_ip(text: str, kind: type = ipaddress.IPv6Address) -> bool:
@@ -78,9 +95,9 @@ def _host(host: str, path: Path, i: int) -> str:
     return host
 
 
-def read_ip_config(path: "str | Path") -> List[str]:
-    """Hosts of a DGL ip_config.txt in order, one per line. A second column must be a port
-    (so a hostfile given by mistake is caught); further columns are ignored."""
+def ip_config_lines(path: "str | Path") -> List[Tuple[int, str]]:
+    """(line number, host) of each machine line of a DGL ip_config.txt, in order. A second
+    column must be a port (so a hostfile given by mistake is caught); further columns are ignored."""
     path = Path(path)
     hosts = []
     for i, fields in enumerate(_read_lines(path), 1):
@@ -89,10 +106,15 @@ def read_ip_config(path: "str | Path") -> List[str]:
                                    f"found {' '.join(fields)!r}")
         if fields:
             bracketed = fields[0].startswith("[") and fields[0].endswith("]") and ":" in fields[0]
-            hosts.append(_host(fields[0][1:-1] if bracketed else fields[0], path, i))
+            hosts.append((i, _host(fields[0][1:-1] if bracketed else fields[0], path, i)))
     if not hosts:
         raise InputError(path, "names no machine")
     return hosts
+
+
+def read_ip_config(path: "str | Path") -> List[str]:
+    """Hosts of a DGL ip_config.txt in order, one per line (see `ip_config_lines`)."""
+    return [h for _, h in ip_config_lines(path)]
 
 
 def _hostfile_line(fields: List[str], path: Path, i: int) -> Tuple[str, int]:
@@ -129,18 +151,27 @@ def _hostfile_line(fields: List[str], path: Path, i: int) -> Tuple[str, int]:
     return host, 1 if n is None else n
 
 
+def hostfile_lines(path: "str | Path") -> List[Tuple[int, str, int]]:
+    """(line number, host, slots) of each host line of a hostfile, in order (see `read_hostfile`)."""
+    path = Path(path)
+    lines = [(i, *_hostfile_line(fields, path, i)) for i, fields in enumerate(_read_lines(path), 1) if fields]
+    if not lines:
+        raise InputError(path, "names no machine")
+    return lines
+
+
 def read_hostfile(path: "str | Path") -> List[Tuple[str, int]]:
     """(host, slots) in order of first mention from an Open MPI (`host slots=N [max_slots=M]`),
     MPICH (`host:N`, `[IPv6]:N`) or plain (`host` per line) hostfile. Every mention adds its
     slots, so $PBS_NODEFILE (one line per slot) gives each node its count."""
-    path = Path(path)
+    return merged_slots(hostfile_lines(path))
+
+
+def merged_slots(lines: Sequence[Tuple[int, str, int]]) -> List[Tuple[str, int]]:
+    """(host, slots) in order of first mention from `hostfile_lines`, each host's slots added up."""
     slots: Dict[str, int] = {}
-    for i, fields in enumerate(_read_lines(path), 1):
-        if fields:
-            host, n = _hostfile_line(fields, path, i)
-            slots[host] = slots.get(host, 0) + n
-    if not slots:
-        raise InputError(path, "names no machine")
+    for _, host, n in lines:
+        slots[host] = slots.get(host, 0) + n
     return list(slots.items())
 
 
@@ -174,3 +205,80 @@ def format_hostfile(entries: Sequence[Tuple[str, int]], flavor: str) -> str:
                                    "cuts the name at the first ':'); name the host instead")
     fmt = "{h} slots={n}" if flavor == "openmpi" else "{h}:{n}"
     return "".join(fmt.format(h=h, n=n) + "\n" for h, n in entries)
+
+
+# ---------------------------------------------------------------- one machine, two names
+
+def own_address(sockaddr: tuple) -> bool:
+    """Whether a getaddrinfo socket address is loopback or one of this machine's interfaces."""
+    try:
+        addr = ipaddress.ip_address(str(sockaddr[0]).split("%")[0])
+    except ValueError:
+        return False
+    if addr.is_loopback:
+        return True
+    try:  # binding to an address succeeds only when it is one of this machine's
+        with socket.socket(socket.AF_INET6 if addr.version == 6 else socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.bind((sockaddr[0], 0, *sockaddr[2:]))
+        return True
+    except OSError:
+        return False
+
+
+def machine_of(name: str) -> Optional[FrozenSet[str]]:
+    """The addresses `name` resolves to, all of this machine's as THIS_MACHINE; None if it does not resolve."""
+    try:
+        infos = socket.getaddrinfo(name, None, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        return None
+    return frozenset(THIS_MACHINE if own_address(info[4]) else str(info[4][0]) for info in infos) or None
+
+
+def resolve_machines(names: Sequence[str], timeout: float = RESOLVE_TIMEOUT_S) -> Dict[str, FrozenSet[str]]:
+    """{name: machine_of(name)} for the names that resolve within `timeout` (all together).
+    Lookups run on daemon threads, so one that hangs in the resolver is abandoned, not waited for."""
+    todo: "queue.Queue[str]" = queue.Queue()
+    for name in dict.fromkeys(names):
+        todo.put(name)
+    found: Dict[str, FrozenSet[str]] = {}
+    lock = threading.Lock()
+
+    def work() -> None:
+        while True:
+            try:
+                name = todo.get_nowait()
+            except queue.Empty:
+                return
+            machine = machine_of(name)
+            if machine:
+                with lock:
+                    found[name] = machine
+
+    workers = [threading.Thread(target=work, name="distpart-resolve", daemon=True)
+               for _ in range(min(MAX_RESOLVERS, todo.qsize()))]
+    for w in workers:
+        w.start()
+    deadline = time.monotonic() + timeout
+    for w in workers:
+        w.join(max(0.0, deadline - time.monotonic()))
+    with lock:
+        return dict(found)
+
+
+def refuse_one_machine_twice(path: "str | Path", lines: Sequence[Tuple[int, str]],
+                             resolve: Resolver = resolve_machines) -> None:
+    """InputError naming the file, both lines and both names when two different names of
+    `lines` ((line number, host), in file order) resolve to the same machine. The same name
+    on several lines is one machine listed again (merged, as $PBS_NODEFILE lists it per slot)."""
+    first: Dict[str, int] = {}
+    for i, host in lines:
+        first.setdefault(host, i)
+    machines = resolve(list(first))
+    owner: Dict[str, str] = {}                 # address -> the first name that resolved to it
+    for host in first:
+        for addr in sorted(machines.get(host, ())):
+            other = owner.setdefault(addr, host)
+            if other != host:
+                why = "are both this machine" if addr == THIS_MACHINE else f"both resolve to {addr}"
+                raise InputError(path, f"lines {first[other]} and {first[host]} name the same machine: {other!r} "
+                                       f"and {host!r} {why}; list each machine once, under one name")

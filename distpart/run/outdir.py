@@ -38,8 +38,10 @@ PARTITIONS, ASSIGNMENT = "partitions", "assignment"
 
 # Work folders too (kaminpar.WORK_FOLDER, api.INPUT_FOLDER): removed when their run ends, but
 # left behind by a killed one, so --overwrite removes them with the rest.
+# A rank's record of a bug (mpi.failure.RECORD_PREFIX) lands in the folder it writes.
+_ERROR_RECORD = r"distpart-error-rank\d+\.txt"
 _PARTITION_NAMES = re.compile(r"^(part\d+|\.metadata\.json\.tmp|report\.json|distpart-manifest\.json"
-                              r"|\.distpart-partition-graph-input)$")
+                              r"|\.distpart-partition-graph-input|" + _ERROR_RECORD + r")$")
 _ASSIGNMENT_FILES = ("partition_meta.json", ".partition_meta.json.tmp", RECORD, f"{RECORD}.tmp",
                      ".distpart-kaminpar")
 # Folders distpart creates for its own work and removes whole (everything inside is its own).
@@ -65,7 +67,8 @@ class OutputFolder:
         if self.kind == PARTITIONS:
             return (name == CONFIG_FILE or bool(_PARTITION_NAMES.match(name))
                     or (bool(self.default_assign_dir) and name == self.default_assign_dir))
-        return name in _ASSIGNMENT_FILES or name in {f"{t}.txt" for t in self.node_types}
+        return (name in _ASSIGNMENT_FILES or name in {f"{t}.txt" for t in self.node_types}
+                or bool(re.fullmatch(_ERROR_RECORD, name)))
 
     def foreign(self, entry: Path) -> Optional[Path]:
         """The first thing inside `entry` (a folder this output writes) that distpart does not

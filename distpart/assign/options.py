@@ -1,0 +1,29 @@
+"""Step 1's option values that are checked while the command line is parsed: here, without
+NumPy, so that a wrong value is refused before anything heavy (MPI, the BLAS) starts."""
+from __future__ import annotations
+
+import math
+import os
+from typing import Optional
+
+from ..errors import InputError
+
+# Past this no balance is left to ask for (every block may hold everything well before it).
+MAX_IMBALANCE = 1000.0
+
+
+def imbalance_problem(value: float) -> Optional[str]:
+    """Why `value` cannot be --imbalance (max/average load per constraint), or None."""
+    if not math.isfinite(value) or not 1.0 < value <= MAX_IMBALANCE:
+        return (f"must be a number greater than 1.0 and at most {MAX_IMBALANCE:g} (the largest load over "
+                f"the average, e.g. 1.05), got {value}")
+    return None
+
+
+def check_num_parts(where: "Optional[str | os.PathLike[str]]", num_parts: int, num_nodes: int) -> None:
+    """P as every Step 1 takes it: at least 1 and at most the number of nodes."""
+    if num_parts < 1:
+        raise InputError(where, f"the number of partitions must be at least 1, got {num_parts}")
+    if num_parts > num_nodes:
+        raise InputError(where, f"the number of partitions ({num_parts}) is larger than the number of "
+                                f"nodes ({num_nodes}): some partitions would be empty")
