@@ -1,9 +1,11 @@
 """distpart under a real one-machine SLURM (Debian's slurmctld, slurmd and munge; mpi_tests/slurm.py):
-hostfiles/slurm.sbatch through sbatch with both launchers it offers, a direct `srun --mpi=pmix`,
-and the srun launches that Debian's Open MPI cannot serve (plain srun, --mpi=pmi2, --mpi=none).
+hostfiles/slurm.sbatch through sbatch with both launchers it offers (and MPICH's mpiexec), a
+direct `srun --mpi=pmix`, and the srun launches that Debian's Open MPI cannot serve (plain srun,
+--mpi=pmi2, --mpi=none).
 
 What these tests establish (and hostfiles/slurm.sbatch says):
-  * `mpiexec` inside the allocation and `srun --mpi=pmix` run the pipeline on all tasks;
+  * `mpiexec` inside the allocation (Open MPI's or MPICH's) and `srun --mpi=pmix` run the
+    pipeline on all tasks, and partition as the plain command does (test_templates.py);
   * plain `srun` works only where the site's MpiDefault is pmix;
   * `srun --mpi=pmi2|none` (and plain srun with MpiDefault=none) stop every task in MPI_Init
     with Open MPI's "OMPI was not built with SLURM's PMI support", before distpart reads or
@@ -20,6 +22,8 @@ import pytest
 
 from conftest import distpart
 from slurm import slurm_cluster
+from test_mpich import MISSING as MPICH_MISSING
+from test_templates import assert_same_assignment, assignment_files, mpich_variables, plain  # noqa: F401 (a fixture)
 
 REPO = Path(__file__).resolve().parent.parent
 SBATCH = REPO / "hostfiles" / "slurm.sbatch"
@@ -38,9 +42,9 @@ def cluster(tmp_path_factory):
         yield c
 
 
-def _start_line(text: str, job: str) -> None:
-    """distpart's start line names 2 ranks on this one host and the SLURM job."""
-    assert re.search(rf"pipeline: 2 ranks on 1 host \(\S+ x2\); Open MPI v[\d.]+; SLURM job {job}\b", text), text
+def _start_line(text: str, job: str, mpi: str = r"Open MPI v[\d.]+") -> None:
+    """distpart's start line names 2 ranks on this one host, the MPI and the SLURM job."""
+    assert re.search(rf"pipeline: 2 ranks on 1 host \(\S+ x2\); {mpi}; SLURM job {job}\b", text), text
 
 
 def _pmix_hint(output: str) -> str:
@@ -50,22 +54,30 @@ def _pmix_hint(output: str) -> str:
     return ""
 
 
-@pytest.mark.parametrize("launcher", ["mpiexec", "srun"])
-def test_slurm_sbatch_script(cluster, example_dir, tmp_path, launcher):
+@pytest.mark.parametrize("launcher, mpi", [("mpiexec", "openmpi"), ("srun", "openmpi"), ("mpiexec", "mpich")],
+                         ids=["mpiexec", "srun", "mpiexec-mpich"])
+def test_slurm_sbatch_script(cluster, example_dir, tmp_path, launcher, mpi, plain):
     """hostfiles/slurm.sbatch as written, 1 node x 2 tasks (the #SBATCH lines overridden on the
-    command line), mpiexec inside the allocation or srun --mpi=pmix; then verified."""
+    command line), mpiexec inside the allocation (Open MPI's or MPICH's) or srun --mpi=pmix;
+    then verified, and its assignment compared with the plain command's (no method given:
+    DISTPART_ARGS holds options that do not change the result)."""
+    if mpi == "mpich" and MPICH_MISSING:
+        pytest.skip(MPICH_MISSING)
     out, log = tmp_path / "out", tmp_path / "job.out"
+    extra = "".join(f",{k}={v}" for k, v in (mpich_variables(tmp_path) if mpi == "mpich" else {}).items())
     job = cluster.sbatch(SBATCH, "-N", "1", "-n", "2", "--ntasks-per-node=2", "--time=10", "-o", log,
                          f"--export=ALL,DISTPART_VENV={VENV},IN_DIR={example_dir},OUT_DIR={out},NUM_PARTS=4,"
-                         f"DISTPART_LAUNCHER={launcher},DISTPART_ARGS=--seed 7 --max-message-mb 64", timeout=150)
+                         f"DISTPART_LAUNCHER={launcher},DISTPART_ARGS=--max-message-mb 64 --progress-every 5{extra}",
+                         timeout=150)
     text = log.read_text() if log.exists() else "(no job output)"
     assert (job.state, job.exit_code) == ("COMPLETED", "0:0"), f"job {job.id}: {job.info}\n{text}{_pmix_hint(text)}"
     launch = "mpiexec -n 2" if launcher == "mpiexec" else "srun --mpi=pmix -n 2"
     assert f"slurm.sbatch: job {job.id}, 2 tasks on 1 node(s)" in text and launch in text, text
-    assert "--num-parts 4 --seed 7 --max-message-mb 64" in text, text
-    _start_line(text, job.id)
+    assert "--num-parts 4 --max-message-mb 64 --progress-every 5" in text, text
+    _start_line(text, job.id, r"MPICH Version:\s+[\d.]+" if mpi == "mpich" else r"Open MPI v[\d.]+")
     assert "verify: OK (4 partitions" in text, text
     assert (out / "metadata.json").exists()
+    assert_same_assignment(assignment_files(out), plain, f"slurm.sbatch ({launcher}, {mpi})")
     distpart(2, "verify", example_dir, out / "assignment", out)
 
 

@@ -1,5 +1,9 @@
-"""Progress lines: formatting, ETA, and when the reporter prints (a fake clock, no MPI)."""
+"""Progress lines: formatting, ETA, and when the reporter prints (a fake clock, no MPI); and
+what verify reports through it (one in-process rank, COMM_SELF)."""
 import io
+import re
+import subprocess
+import sys
 
 import pytest
 
@@ -114,3 +118,91 @@ def test_disabled_reporter_accepts_everything_and_prints_nothing():
 
 def test_rank_tag():
     assert rank_tag(3, 8, "node-b") == "[rank 3/8 node-b]"
+
+
+
+# ---------------------------------------------------------------- verify's measure (issue 28 item 13)
+
+MEASURED = re.compile(r"^verify/(checks|files): [\d.]+[kMG]? of [\d.]+[kMG]? (items|bytes) \((\d+)%\), .*, ETA ")
+
+
+@pytest.fixture(scope="module")
+def small_output(tmp_path_factory):
+    """The bundled example in 2 partitions (random: the fastest), not yet verified; made by
+    one process without mpiexec."""
+    from distpart.synthetic import example_graph
+    root = tmp_path_factory.mktemp("verify-progress")
+    in_dir, out = example_graph(root / "graph").parent, root / "out"
+    done = subprocess.run([sys.executable, "-m", "distpart", "pipeline", in_dir, out, "--num-parts", "2",
+                           "--method", "random", "--no-verify", "--quiet"], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return in_dir, out
+
+
+def watched_reporter():
+    """(reporter, lines, look): `look` takes the status line a user would see now, one fake
+    second later; the reporter looks after each advance too (no printing thread)."""
+    clock = Clock()
+    p = Progress(True, io.StringIO(), None, min_gap=0, max_gap=0, clock=clock)
+    p._thread = object()
+    lines = []
+
+    def look():
+        clock.t += 1
+        lines.append(p.tick())
+    advance = p.advance
+    p.advance = lambda n: (advance(n), look())
+    return p, lines, look
+
+
+def percents(lines):
+    assert lines and all(MEASURED.match(line) for line in lines), lines
+    return [int(MEASURED.match(line).group(3)) for line in lines]
+
+
+def test_verify_counts_items_of_a_total_from_the_first_partition_loaded(small_output, monkeypatch):
+    """Every status line of verify, those while partitions load included (formerly
+    `verify: running, ... ETA unknown (no progress measure here)`), shows items done of a
+    total and an ETA; loading moves the count, no step hides a quarter of the work, and the
+    count ends at the total."""
+    from mpi4py import MPI
+    import distpart.check.verify as check
+    from distpart.assign.assignment import read_assignment
+    from distpart.chunked.metadata import load_metadata
+
+    in_dir, out = small_output
+    meta = load_metadata(in_dir / "metadata.json")
+    assignment = read_assignment(MPI.COMM_SELF, meta, out / "assignment")
+    p, lines, look = watched_reporter()
+    loaded, real_load = [], check.load_part
+
+    def load_part(*args, **kwargs):
+        look()
+        part = real_load(*args, **kwargs)
+        look()
+        loaded.append(len(lines) - 1)
+        return part
+    monkeypatch.setattr(check, "load_part", load_part)
+    p.begin_stage("verify")
+    check.verify(MPI.COMM_SELF, meta, assignment, out, max_bytes=1 << 20, progress=p)
+    p.end_stage()
+
+    pct = percents(lines)
+    assert len(loaded) == 2 and 0 < pct[loaded[0]] < pct[loaded[1]] < 100, (loaded, lines)
+    assert pct == sorted(pct) and pct[-1] == 100, pct
+    assert max(b - a for a, b in zip(pct, pct[1:])) < 25, pct
+    assert all(re.search(r"ETA \d+s$", line) for line in lines if not line.startswith("verify/checks: 0 of")), lines
+
+
+def test_verify_quick_counts_bytes_of_a_total(small_output):
+    from mpi4py import MPI
+    from distpart.check.verify import verify_quick
+
+    p, lines, _ = watched_reporter()
+    p.begin_stage("verify")
+    verify_quick(MPI.COMM_SELF, small_output[1], progress=p)
+    p.end_stage()
+    pct = percents(lines)
+    assert len(lines) > 5 and pct == sorted(pct) and pct[-1] == 100, lines
+    assert lines[-1].startswith("verify/files: ") and lines[-1].endswith("ETA 0s"), lines

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Optional, Sequence, Tuple
+from typing import Callable, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -100,14 +100,18 @@ def _counts(path: Path, config: dict, key: str, names, totals) -> np.ndarray:
 
 # ---------------------------------------------------------------- one partition
 
-def load_part(out_dir: Path, config: dict, p: int, meta: GraphMeta,
-              node_counts: np.ndarray, edge_counts: np.ndarray) -> Part:
+def load_part(out_dir: Path, config: dict, p: int, meta: GraphMeta, node_counts: np.ndarray,
+              edge_counts: np.ndarray, advance: Callable[[float], None] = lambda share: None) -> Part:
+    """Load and check partition p. After each step, `advance(share)` gets that step's share of
+    the partition's load time (shares measured on an 8M-edge graph, summing to 1): progress."""
     files = config.get(f"part-{p}")
     if not isinstance(files, dict):
         raise OutputError(out_dir / CONFIG_FILE, f"no entry 'part-{p}'")
     gpath = out_dir / files["part_graph"]
     g = read_graph(gpath)
+    advance(0.25)
     nid, eid, etype = check_graph(gpath, g, p, node_counts, edge_counts)
+    advance(0.45)
     part_dir = gpath.parent
     ntypes, etypes = list(meta.node_types), [et.name for et in meta.edge_types]
     orig_nids = read_tensor_dict(part_dir / "orig_nids.dgl")
@@ -132,7 +136,9 @@ def load_part(out_dir: Path, config: dict, p: int, meta: GraphMeta,
         for f, cf in meta.edge_features(et.name).items():
             _expect_rows(out_dir / files["edge_feats"], edge_feats, f"{et.name}/{f}", edge_counts[p, e],
                          _stored_form(cf))
+    advance(0.05)
     claims = _edge_claims(g, nid, eid, etype, orig_eids, meta, range_starts(edge_counts)[p])
+    advance(0.25)
     # orig_eids orders the edge feature rows; types without features need only the claims.
     kept = {et.name: orig_eids[et.name] for et in meta.edge_types if meta.edge_features(et.name)}
     return Part(claims, orig_nids, kept, node_feats, edge_feats)

@@ -52,23 +52,24 @@ def verify(comm: Intracomm, meta: GraphMeta, assignment: Assignment, out_dir: Pa
     layout = PartitionLayout(assignment.num_parts, comm.Get_size())
     check_layout(layout.num_parts, layout.nranks)
     mine = layout.parts_of(comm.Get_rank())
-    with agreed(comm):
-        parts = {p: load_part(out_dir, config, p, meta, node_counts, edge_counts) for p in mine}
-
+    # Progress in rank 0's items (its share is the job's): its partitions' nodes and edges as loaded, then checks.
+    load_items = {p: int(node_counts[p].sum() + edge_counts[p].sum()) for p in mine}
+    node_items = [len(assignment.blocks[n].parts) * (1 + len(meta.node_features(n))) for n in meta.node_types]
+    # Rank 0's edge block is a type's first count // R rows (block_bounds); a guess for CSV (byte ranges).
+    edge_items = [et.count // comm.Get_size() * (1 + len(meta.edge_features(et.name))) for et in meta.edge_types]
     new_of_orig: Dict[str, np.ndarray] = {}
     node_starts = range_starts(node_counts)
-    size = comm.Get_size()
-    # Progress counts input items checked on rank 0: each node or edge, and each feature row.
-    node_items = [len(assignment.blocks[n].parts) * (1 + len(meta.node_features(n))) for n in meta.node_types]
-    edge_items = [-(-et.count // size) * (1 + len(meta.edge_features(et.name))) for et in meta.edge_types]
-    with progress.task("checks", sum(node_items) + sum(edge_items), "items"):
+    with progress.task("checks", sum(load_items.values()) + sum(node_items) + sum(edge_items), "items"):
+        with agreed(comm):
+            parts = {p: load_part(out_dir, config, p, meta, node_counts, edge_counts,
+                                  lambda share, n=n: progress.advance(share * n))
+                     for p, n in load_items.items()}
         for t, ntype in enumerate(meta.node_types):
             new_of_orig[ntype] = _check_nodes(comm, meta, assignment, parts, t, node_starts, node_counts,
-                                              max_bytes)
-            progress.advance(node_items[t])
-        for e, etype in enumerate(meta.edge_types):
-            _check_edges(comm, meta, assignment, parts, e, new_of_orig, max_bytes, progress)
-            progress.advance(edge_items[e] - -(-etype.count // size) * 0.5)
+                                              max_bytes, progress)
+        for e in range(len(meta.edge_types)):
+            done = _check_edges(comm, meta, assignment, parts, e, new_of_orig, max_bytes, progress)
+            progress.advance(edge_items[e] - done)   # exact again where the share was a guess (CSV)
     nfeat = sum(len(f) for f in meta.node_data.values()) + sum(len(f) for f in meta.edge_data.values())
     return (f"{assignment.num_parts} partitions, {int(node_counts.sum())} nodes, "
             f"{int(edge_counts.sum())} edges, {nfeat} features match the input")
@@ -85,8 +86,10 @@ def _assigned_counts(comm: Intracomm, assignment: Assignment, meta: GraphMeta) -
 # ---------------------------------------------------------------- nodes
 
 def _check_nodes(comm: Intracomm, meta: GraphMeta, assignment: Assignment, parts: Dict[int, Part], t: int,
-                 node_starts: np.ndarray, node_counts: np.ndarray, max_bytes: int) -> np.ndarray:
-    """Check ownership of type t's nodes; returns the new ID of each node of this rank's block."""
+                 node_starts: np.ndarray, node_counts: np.ndarray, max_bytes: int,
+                 progress: Progress) -> np.ndarray:
+    """Check ownership of type t's nodes; returns the new ID of each node of this rank's block.
+    Advances `progress` by one per node of the block, and one per feature row."""
     ntype = meta.node_types[t]
     block = assignment.blocks[ntype]
     orig = _concat([parts[p].orig_nids[ntype] for p in parts])
@@ -104,12 +107,14 @@ def _check_nodes(comm: Intracomm, meta: GraphMeta, assignment: Assignment, parts
             raise OutputError(None, f"node {int(orig_r[i])} of type '{ntype}' is in partition "
                                     f"{int(part_r[i])} but the assignment says {int(block.parts[local[i]])}")
         table[local] = new_r
+    progress.advance(len(block.parts))
     for fname, files in meta.node_features(ntype).items():
         key = f"{ntype}/{fname}"
         # Popped: the memory-mapped rows leave RSS once checked (unmapped with the array).
         rows = _concat_rows([parts[p].node_feats.pop(key) for p in parts])
         _compare_feature(comm, FeatureSource(files), block.start, len(block.parts), block.bounds,
                          orig, rows, key, max_bytes)
+        progress.advance(len(block.parts))
     return table
 
 
@@ -117,9 +122,13 @@ def _check_nodes(comm: Intracomm, meta: GraphMeta, assignment: Assignment, parts
 
 def _check_edges(comm: Intracomm, meta: GraphMeta, assignment: Assignment, parts: Dict[int, Part], e: int,
                  new_of_orig: Dict[str, np.ndarray], max_bytes: int,
-                 progress: Progress) -> None:
+                 progress: Progress) -> float:
+    """Check edge type e's edges and features. Advances `progress` by one per edge of this
+    rank's input block (in steps: its reading, claims and two lookups) and one per feature
+    row; returns that amount."""
     etype = meta.edge_types[e]
-    block = read_edge_block(comm, meta, etype, progress, 0.5)
+    block = read_edge_block(comm, meta, etype, progress, 0.1)
+    n = len(block.src)
     bounds = rank_bounds(comm, block.start, etype.count)
     orig, src, dst = _take_claims(parts, e)
     owner = np.searchsorted(bounds, orig, side="right") - 1
@@ -130,10 +139,12 @@ def _check_edges(comm: Intracomm, meta: GraphMeta, assignment: Assignment, parts
     local -= block.start
     with agreed(comm):
         _exactly_once(local, len(block.src), block.start, f"edge {{}} of type '{etype.name}' is kept {{}} times")
+    progress.advance(0.3 * n)
     # One endpoint at a time, each lookup freed before the next.
     want = lookup(comm, block.dst, assignment.blocks[etype.dst].bounds, new_of_orig[etype.dst], max_bytes)
     bad = want[local] != dst_r
     del want, dst_r
+    progress.advance(0.3 * n)
     want = lookup(comm, block.src, assignment.blocks[etype.src].bounds, new_of_orig[etype.src], max_bytes)
     bad |= want[local] != src_r
     del want, src_r
@@ -143,14 +154,17 @@ def _check_edges(comm: Intracomm, meta: GraphMeta, assignment: Assignment, parts
             i = int(local[wrong[0]]) + block.start
             raise OutputError(None, f"edge {i} of type '{etype.name}' connects the wrong nodes "
                                     f"(input {int(block.src[i - block.start])} -> {int(block.dst[i - block.start])})")
+    progress.advance(0.3 * n)
     for fname, files in meta.edge_features(etype.name).items():
         key = f"{etype.name}/{fname}"
         rows = _concat_rows([parts[p].edge_feats.pop(key) for p in parts])
         orig_all = _concat([parts[p].orig_eids[etype.name] for p in parts])
         _compare_feature(comm, FeatureSource(files), block.start, len(block.src), bounds,
                          orig_all, rows, key, max_bytes)
+        progress.advance(n)
     for part in parts.values():
         part.orig_eids.pop(etype.name, None)
+    return float(n * (1 + len(meta.edge_features(etype.name))))
 
 
 def _take_claims(parts: Dict[int, Part], e: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -202,15 +216,18 @@ def _concat_rows(arrays) -> np.ndarray:
     return np.concatenate([np.asarray(a) for a in arrays]) if len(arrays) > 1 else np.asarray(arrays[0])
 
 
-def verify_quick(comm: Intracomm, out_dir: Path) -> str:
+def verify_quick(comm: Intracomm, out_dir: Path, progress: Optional[Progress] = None) -> str:
     """Check every file of an output against its manifest (sizes and checksums), without
-    the input; ranks share the files. Collective."""
+    the input; ranks share the files. Progress: rank 0's bytes checked. Collective."""
     from ..partitions.manifest import check_files, read_manifest
+    progress = progress or Progress.off()
     out_dir = Path(out_dir)
     with agreed(comm):
         files = sorted(read_manifest(out_dir)["files"].items())
-    rank, size = comm.Get_rank(), comm.Get_size()
-    with agreed(comm):
-        check_files(out_dir, files[rank::size])
+    mine = files[comm.Get_rank()::comm.Get_size()]
+    with agreed(comm), progress.task("files", sum(entry["size"] for _, entry in mine), "bytes"):
+        for item in mine:
+            check_files(out_dir, [item])
+            progress.advance(item[1]["size"])
     total = sum(entry["size"] for _, entry in files)
     return f"{len(files)} files, {total} bytes match the manifest"
