@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
-import traceback
 from pathlib import Path
 from typing import List, Optional
 
 from .commands import (check_output_files, graph_formats_of, refuse_input_as_output, run_command,
                        written_folders)
 from .errors import DistpartError
+from .run.signals import leave_stopped, stopped_message
 
 EXIT_USER_ERROR = 2
 
@@ -179,7 +180,7 @@ def non_negative_int(text: str) -> int:
 
 def imbalance_factor(text: str) -> float:
     """argparse type of --imbalance: checked once, here (argparse names the option, exits 2)."""
-    from .assign.balance import imbalance_problem
+    from .assign.options import imbalance_problem
     try:
         value = float(text)
     except ValueError:
@@ -227,6 +228,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.command in ("example", "hostfile", "chunk"):
         return _run_serial(args)
 
+    from .run.signals import Stopped, route_stops_to_main_thread
+    route_stops_to_main_thread()  # before MPI and NumPy start threads (run/signals.py says why)
     from .run.guards import return_freed_memory_to_the_os
     return_freed_memory_to_the_os()
     from mpi4py import MPI
@@ -266,10 +269,20 @@ def main(argv: Optional[List[str]] = None) -> int:
             print(message, file=sys.stderr, flush=True)
             progress.say(message, to_stream=False)
         return EXIT_USER_ERROR
-    except BaseException:  # a bug: never leave the other ranks waiting in a collective
-        sys.stderr.write(f"{rank_tag(rank, size, host)} " + traceback.format_exc())
-        sys.stderr.flush()
-        comm.Abort(1)
+    except (Stopped, KeyboardInterrupt) as e:
+        # The user's or the scheduler's choice: one line, 128 + the signal, the lock released
+        # (folder_locks), nothing published that was not complete.
+        stop = e if isinstance(e, Stopped) else Stopped(signal.SIGINT)
+        if rank == 0:
+            message = f"distpart {args.command}: {stopped_message(stop, args)}"
+            print(message, file=sys.stderr, flush=True)
+            progress.say(message, to_stream=False)
+        return leave_stopped(stop.exit_code, size)
+    except BaseException as e:  # a bug: say why where the user will see it, then stop every rank
+        from .mpi.failure import abort_on_bug
+        abort_on_bug(comm, e, rank_tag(rank, size, host), f"distpart {args.command}",
+                     outputs=[getattr(args, "out_dir", None), getattr(args, "assign_dir", None)],
+                     inputs=[getattr(args, "in_dir", None)], log_file=getattr(args, "log_file", None))
     finally:
         progress.close()
     return 0
@@ -320,6 +333,8 @@ def _run_serial(args: argparse.Namespace) -> int:
             print(run_chunk(args))
         else:
             from .launch import hostfile_text, read_ip_config
+            from .launch.hosts import ip_config_lines, refuse_one_machine_twice
+            refuse_one_machine_twice(args.ip_config, ip_config_lines(args.ip_config))
             sys.stdout.write(hostfile_text(read_ip_config(args.ip_config), args.slots, args.flavor))
     except DistpartError as e:
         print(f"distpart {args.command}: error: {e}", file=sys.stderr)

@@ -192,6 +192,7 @@ def run_command(comm: Intracomm, args: argparse.Namespace, log) -> None:
     from .dispatch.publish import withdrawn_on_error
     from .partitions.layout import check_layout
     from .chunked.validate import validate
+    from .assign.options import check_num_parts
 
     if not 1 <= args.max_message_mb <= 2047:
         raise InputError(None, f"--max-message-mb must be between 1 and 2047 (MPI counts are 32-bit), "
@@ -213,7 +214,7 @@ def run_command(comm: Intracomm, args: argparse.Namespace, log) -> None:
     if args.command == "verify" and args.quick:
         from .check.verify import verify_quick
         with log.stage(comm, "verify"):
-            summary = verify_quick(comm, args.out_dir)
+            summary = verify_quick(comm, args.out_dir, progress=log.progress)
         if comm.Get_rank() == 0:
             print(f"verify --quick: OK ({summary})", flush=True)
         return
@@ -224,9 +225,8 @@ def run_command(comm: Intracomm, args: argparse.Namespace, log) -> None:
         log.progress.note(f"{len(outside)} chunk file{' lies' if len(outside) == 1 else 's lie'} outside "
                           f"{meta.root} (e.g. {outside[0]}); every rank must be able to read "
                           f"{'it' if len(outside) == 1 else 'them'}")
-    if num_parts is not None and num_parts > sum(meta.node_counts):
-        raise InputError(None, f"the number of partitions ({num_parts}) is larger than the number of "
-                               f"nodes ({sum(meta.node_counts)}): some partitions would be empty")
+    if num_parts is not None:
+        check_num_parts(None, num_parts, sum(meta.node_counts))
     if args.command in ("dispatch", "pipeline"):
         _check_resources(comm, args, meta, num_parts, log.progress)
     if args.command in ("assign", "dispatch", "pipeline"):

@@ -29,9 +29,9 @@ def mpi_env() -> dict:
     env.setdefault("OMPI_MCA_btl_vader_single_copy_mechanism", "none")  # containers lack CMA
     # When a rank exits non-zero (every refusal test), Open MPI 4.1's mpiexec SIGTERMs the job,
     # then sleeps odls_base_sigkill_timeout (1 s), SIGKILLs, and sleeps it once more, even when
-    # every rank has already exited: 2 s of nothing per failing run. The ranks install no
-    # SIGTERM handler (they die at SIGTERM either way), so without the grace nothing changes
-    # but the wait.
+    # every rank has already exited: 2 s of nothing per failing run. A rank that takes the
+    # SIGTERM only prints a line and exits (run/signals.py), so without the grace nothing
+    # changes but the wait.
     env.setdefault("OMPI_MCA_odls_base_sigkill_timeout", "0")
     # Ranks waiting in a collective yield the core instead of spinning on it. Open MPI does so
     # by itself only when a job has more ranks than cores; scripts/test.sh runs several jobs

@@ -201,3 +201,49 @@ def test_dispatch_resume_keeps_complete_partitions(example_dir, tmp_path):
     assert tree(out) == tree(ref)
     manifest = json.loads((out / "distpart-manifest.json").read_text())
     assert manifest["options"] == {"num_parts": PARTS, "assignment": "random"}
+
+
+def stop_at(point: str, nranks: int, argv, signum: int, timeout: float = 120) -> "subprocess.CompletedProcess":
+    """Run distpart until rank 0 pauses at `point`, then send `signum` to every rank (as
+    Ctrl-C in a terminal or a scheduler's cancel does) and let rank 0 go on to take it."""
+    env = dict(mpi_env(), DISTPART_PAUSE_AT=point)
+    proc = subprocess.Popen(mpi_command(nranks, argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, env=env, start_new_session=True)
+    lines = []
+    try:
+        for line in proc.stdout:
+            lines.append(line)
+            if f"paused at {point}" in line:
+                break
+        ranks = [v for v in psutil.Process(proc.pid).children(recursive=True)
+                 if "distpart.cli" in " ".join(_cmdline(v))]
+        assert len(ranks) >= nranks, "".join(lines)
+        for rank in ranks:
+            rank.send_signal(signum)
+        for rank in ranks:
+            rank.send_signal(signal.SIGCONT)
+        rest, _ = proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    return subprocess.CompletedProcess(proc.args, proc.returncode, "".join(lines) + rest)
+
+
+@pytest.mark.parametrize("point,nranks,signum", [("assign", 1, signal.SIGINT), ("verify", 2, signal.SIGTERM)])
+def test_a_stopped_run_says_so_releases_its_lock_and_resumes(example_dir, tmp_path, reference, point, nranks,
+                                                             signum):
+    """Ctrl-C on one rank and a scheduler's SIGTERM on two: one line, 128 + the signal, no
+    traceback or MPI_ABORT, no lock, nothing that looks complete; --resume finishes the run."""
+    out = tmp_path / "out"
+    argv = ["pipeline", example_dir, out, "--num-parts", PARTS]
+    run = stop_at(point, nranks, argv, signum)
+    what = "interrupted (SIGINT)" if signum == signal.SIGINT else "terminated (SIGTERM)"
+    assert run.returncode == 128 + signum, run.stdout
+    assert f"distpart pipeline: {what}; nothing unfinished was published: rerun the same command with --resume" \
+        in run.stdout
+    assert "Traceback" not in run.stdout and "MPI_ABORT" not in run.stdout
+    assert not (out / ".distpart.lock").exists() and not (out / "assignment" / ".distpart.lock").exists()
+    assert not (out / "metadata.json").exists()
+    distpart(nranks, *argv, "--resume")
+    assert tree(out) == reference

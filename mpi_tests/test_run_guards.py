@@ -52,7 +52,7 @@ def test_quiet_silences_progress_but_not_results_or_errors(example_dir, tmp_path
 def test_unwritable_log_file_is_a_clear_error(example_dir, tmp_path):
     run = distpart(2, "validate", example_dir, "--log-file", tmp_path / "no" / "such" / "dir" / "log",
                    ok=False)
-    assert run.returncode == 2 and "cannot open the log file" in run.stderr
+    assert run.returncode == 2 and "log: cannot write the log file: the folder" in run.stderr
 
 
 def test_folder_in_use_by_a_live_run_is_refused_naming_it(example_dir, tmp_path):

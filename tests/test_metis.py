@@ -163,3 +163,49 @@ def test_missing_library_gives_install_hint(monkeypatch, tmp_path):
     (tmp_path / "empty.so").write_bytes(b"")
     with pytest.raises(MetisError, match="cannot load METIS .*apt install libmetis5"):
         metis.load({"METIS_LIB": str(tmp_path / "empty.so")})
+
+
+@pytest.mark.parametrize("routed", [True, False])
+def test_a_sigterm_while_metis_runs_stops_the_run_instead_of_failing_it(routed):
+    """GKlib traps SIGTERM while METIS runs (gk_sigtrap) and returns METIS_ERROR: a
+    scheduler's cancel read as "METIS failed", exit 2. In a fresh process set up as a rank is
+    (run.signals), a SIGTERM sent while the real METIS partitions a large grid stops the run
+    when the call returns (Stopped, exit 143). Unrouted (a plain Python handler, as before),
+    the same signal comes back as METIS_ERROR: the hazard is real on this machine."""
+    import subprocess
+    import sys
+    import textwrap
+    setup = ("route_stops_to_main_thread()" if routed else
+             "signal.signal(signal.SIGTERM, lambda s, f: (_ for _ in ()).throw(Stopped(s)))")
+    script = textwrap.dedent("""
+        import os, signal, threading, time
+        from distpart.run.signals import Stopped, route_stops_to_main_thread
+        SETUP
+        import numpy as np
+        from distpart.assign import metis
+        n = 1000
+        ids = np.arange(n * n).reshape(n, n)
+        right = np.stack([ids[:, :-1].ravel(), ids[:, 1:].ravel()], 1)
+        down = np.stack([ids[:-1].ravel(), ids[1:].ravel()], 1)
+        e = np.concatenate([right, down, right[:, ::-1], down[:, ::-1]])
+        e = e[np.lexsort((e[:, 1], e[:, 0]))]
+        xadj = np.concatenate([[0], np.cumsum(np.bincount(e[:, 0], minlength=n * n))])
+        adjncy = e[:, 1].copy()
+        threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGTERM)).start()
+        start = time.monotonic()
+        try:
+            metis.part_graph(xadj, adjncy, 8)
+            print("not-stopped", round(time.monotonic() - start, 2))
+        except Stopped as s:
+            print("stopped", s.exit_code, round(time.monotonic() - start, 2))
+        except metis.MetisError as err:
+            print("METIS-error", round(time.monotonic() - start, 2), err)
+    """).replace("SETUP", setup)
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    verdict = run.stdout.split()
+    if routed:
+        assert verdict[:2] == ["stopped", "143"], run.stdout
+        assert float(verdict[2]) > 0.3, "stopped before METIS ran: the graph took less than 0.3 s to prepare?"
+    else:
+        assert verdict[0] == "METIS-error" and "returned -4" in run.stdout, run.stdout

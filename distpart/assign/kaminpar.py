@@ -329,6 +329,8 @@ def _die_with_parent() -> None:
 
 
 def _child(argv: Sequence[str]) -> int:
+    from ..run.signals import unblock_stops
+    unblock_stops()  # rank 0 blocks them for its threads; a cancel must end KaMinPar too
     graph, out, num_parts, eps, seed, threads, cpus = argv
     parent = os.getppid()
     _die_with_parent()

@@ -21,6 +21,7 @@ from ..paths import CONFIG_FILE, GRAPHBOLT_FILE, PART_FILES, STAGED_SUFFIX, part
 from ..run.guards import writing
 from ..run.progress import Progress
 from ..run.resume import RunKey, check_record, remove_record, write_record
+from ..run.signals import Stopped
 
 if TYPE_CHECKING:
     from mpi4py.MPI import Intracomm
@@ -147,12 +148,14 @@ def publish_output(comm: Intracomm, out_dir: Path, entries: List[FileEntry], con
 
 @contextmanager
 def withdrawn_on_error(comm: Intracomm, out_dir: Path) -> Iterator[None]:
-    """Run a check of a published output; if it fails (an error agreed on every rank), rank 0
+    """Run a check of a published output; if it fails (an error agreed on every rank) or the
+    run is stopped meanwhile (Ctrl-C, a scheduler's cancel: rank 0 acts alone then), rank 0
     removes metadata.json and the manifest before the error goes on, so the output no longer
-    looks complete to DGL or to `verify --quick`. The partition files stay, for inspection."""
+    looks complete to DGL or to `verify --quick`. The partition files stay, for inspection
+    and for `--resume`, which publishes them again once checked."""
     try:
         yield
-    except DistpartError:
+    except (DistpartError, Stopped, KeyboardInterrupt):
         if comm.Get_rank() == 0:
             for name in (CONFIG_FILE, MANIFEST_FILE):
                 try:

@@ -5,7 +5,8 @@ memory; `faults` names the pause points of the kill-and-resume tests; `lock` kee
 per output folder; `outdir` decides what a run may write or remove before it writes anything;
 `guards` refuses runs that cannot finish (disk, memory) and turns disk errors into one clear
 message; `resume` owns the completion records an interrupted run leaves behind; `heap`
-keeps the C heap's memory for reuse during iterative phases. These sit
+keeps the C heap's memory for reuse during iterative phases; `signals` turns Ctrl-C and a
+scheduler's SIGTERM into a clean stop. These sit
 below the pipeline's steps because the steps call them, never the other way round.
 """
-__all__ = ["progress", "stages", "faults", "lock", "outdir", "guards", "resume", "heap"]
+__all__ = ["progress", "stages", "faults", "lock", "outdir", "guards", "resume", "heap", "signals"]
