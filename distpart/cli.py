@@ -178,6 +178,15 @@ def non_negative_int(text: str) -> int:
     return value
 
 
+def fanout_list(text: str) -> "tuple[int, ...]":
+    """argparse type of --fanouts (argparse names the option and exits 2)."""
+    from .assign.options import parse_fanouts
+    try:
+        return parse_fanouts(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def imbalance_factor(text: str) -> float:
     """argparse type of --imbalance: checked once, here (argparse names the option, exits 2)."""
     from .assign.options import imbalance_problem
@@ -208,6 +217,19 @@ def method_options(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--balance-feature", action="append", default=[], metavar="NTYPE/FEAT",
                     help="multilevel, parmetis: also balance this 0/1 node feature (e.g. paper/train_mask); repeatable")
     sp.add_argument("--imbalance", type=imbalance_factor, default=1.05, help="allowed load imbalance per constraint, max/average (parmetis ubvec, kaminpar epsilon + 1)")
+    sp.add_argument("--objective", choices=["cut", "fetch"], default="cut",
+                    help="what Step 1 minimises with the balance kept: cut = edges between machines "
+                         "(default); fetch = the feature rows DistDGL's neighbour sampler fetches from "
+                         "other machines per epoch, from --train-mask, --fanouts and --batch-size "
+                         "(multilevel)")
+    sp.add_argument("--train-mask", action="append", default=[], metavar="NTYPE/FEAT",
+                    help="a 0/1 node feature marking training nodes (repeatable): balanced across "
+                         "partitions, as DGL's trainers split them evenly, and the seeds of --objective fetch")
+    sp.add_argument("--fanouts", type=fanout_list, default="10,25", metavar="F1,F2,...",
+                    help="--objective fetch: the fanouts you train with, in DGL's order (the last is "
+                         "sampled from the seeds; default 10,25, DGL's distributed GraphSAGE example)")
+    sp.add_argument("--batch-size", type=int, default=1000,
+                    help="--objective fetch: seeds per mini-batch you train with (default 1000)")
     sp.add_argument("--vertex-order", choices=["degree", "input"], default="degree",
                     help="parmetis: number the vertices hubs first (default; much smaller cuts on "
                          "power-law graphs) or keep the input's order")

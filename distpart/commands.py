@@ -112,8 +112,10 @@ def _claim_output_folders(comm: Intracomm, args: argparse.Namespace, meta) -> No
 def _step1_options(args: argparse.Namespace) -> dict:
     """What Step 1's assignment depends on besides the input (and the number of ranks)."""
     keys = ("method", "seed", "balance_ntypes", "balance_edges", "balance_feature", "imbalance", "vertex_order",
-            "vcycles")
+            "vcycles", "objective", "train_mask", "fanouts", "batch_size")
     recorded = {k: getattr(args, k) for k in keys if hasattr(args, k)}
+    if "fanouts" in recorded:
+        recorded["fanouts"] = list(recorded["fanouts"])   # as JSON gives it back
     recorded["num_parts"] = args.num_parts
     return recorded
 
@@ -139,6 +141,7 @@ def _step1(comm: Intracomm, args: argparse.Namespace, meta, assign_dir: Path, ke
     from .assign import compute_assignment
     from .assign.assignment import fingerprint, read_assignment, write_assignment
     from .assign.balance import BalanceOptions
+    from .assign.objective import Objective
     from .mpi.collective import agreed
     from .errors import InputError
     from .run.resume import RECORD, check_record, remove_record, write_record
@@ -161,11 +164,13 @@ def _step1(comm: Intracomm, args: argparse.Namespace, meta, assign_dir: Path, ke
         if comm.Get_rank() == 0 and Path(assign_dir).is_dir():
             remove_record(assign_dir)
     with log.stage(comm, "assign"):
-        balance = BalanceOptions(args.balance_ntypes, args.balance_edges, tuple(args.balance_feature),
-                                 args.imbalance)
+        # Training nodes are balanced too: DGL's trainers split them evenly, whatever the partition.
+        features = tuple(dict.fromkeys([*args.balance_feature, *args.train_mask]))
+        balance = BalanceOptions(args.balance_ntypes, args.balance_edges, features, args.imbalance)
+        objective = Objective(args.objective, tuple(args.train_mask), tuple(args.fanouts), args.batch_size)
         assignment = compute_assignment(comm, meta, args.num_parts, args.method, balance, args.seed, max_bytes,
                                         log.progress, vertex_order=args.vertex_order, threads=args.threads,
-                                        work_dir=assign_dir, vcycles=args.vcycles)
+                                        work_dir=assign_dir, vcycles=args.vcycles, objective=objective)
         write_assignment(comm, assignment, meta, assign_dir)
         digest = fingerprint(comm, assignment, meta)
         with agreed(comm):
@@ -253,7 +258,7 @@ def run_command(comm: Intracomm, args: argparse.Namespace, log) -> None:
             if args.verify:
                 _verify(comm, meta, assignment, args.out_dir, max_bytes, log)
             with log.stage(comm, "report"):
-                report(comm, args.out_dir, args.balance_feature)
+                report(comm, args.out_dir, args.balance_feature, train_masks=args.train_mask)
 
     stats = log.gather(comm)
     if stats is not None:

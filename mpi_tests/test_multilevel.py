@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from conftest import RANKS, distpart
 from distpart.synthetic import read_whole_graph
@@ -20,14 +21,17 @@ def _cut(ref: dict, assign: dict) -> int:
                for e, (s, d) in ref["edges"].items())
 
 
-def test_same_assignment_for_every_rank_count(example_dir, tmp_path):
+@pytest.mark.parametrize("objective", [(), ("--objective", "fetch", "--train-mask", "paper/train_mask",
+                                              "--fanouts", "3,5", "--batch-size", "50")])
+def test_same_assignment_for_every_rank_count(example_dir, tmp_path, objective):
     """Batches, tie-breaks and reductions are defined by global IDs and integer weights, so
-    R does not change a single line of the assignment files."""
+    R does not change a single line of the assignment files; nor do the fetch objective's
+    edge weights (fixed-point sums)."""
     files = {}
     for r in RANKS:
         out = tmp_path / f"a{r}"
         distpart(r, "assign", example_dir, out, "--num-parts", NUM_PARTS, "--method", "multilevel",
-                 "--seed", 5, *CONSTRAINTS)
+                 "--seed", 5, *CONSTRAINTS, *objective)
         files[r] = {t: (out / f"{t}.txt").read_bytes() for t in NTYPES}
     for r in RANKS[1:]:
         assert files[r] == files[RANKS[0]], f"R={r} differs from R={RANKS[0]}"

@@ -95,3 +95,17 @@ def test_block_caps_stay_in_range_for_any_allowed_imbalance():
     total = np.array([10, 1 << 40, 7], dtype=np.int64)
     assert block_caps(total, 4, 1000.0).tolist() == total.tolist()
     assert block_caps(total, 4, 1.05).tolist() == [3, int(1.05 * (1 << 40) / 4 + 1e-9), 2]
+
+
+def test_a_type_missing_from_a_partition_is_named_with_dgls_consequence():
+    from distpart.check.dglstart import empty_type_warnings
+    nodes = {"a": [3, 0, 2], "b": [1, 1, 1], "c": [0, 0, 0]}
+    edges = {"a:r:b": [0, 4, 0], "b:s:a": [2, 2, 2]}
+    lines = empty_type_warnings(nodes, edges, featured=["a", "a:r:b"])
+    assert lines == [
+        "partition 1 has no node of type 'a' (5 in all): it has a feature, so DGL's servers fail to start "
+        "on this output ('Failed to map shared memory')",
+        "partitions 0, 2 have no edge of type 'a:r:b' (4 in all): it has a feature, so DGL's servers fail "
+        "to start on this output ('Failed to map shared memory')"]
+    assert empty_type_warnings(nodes, edges, featured=["b"]) == []    # 'c' is empty everywhere: nothing to place
+    assert len(empty_type_warnings(nodes, edges)) == 2 and "if it has a feature" in empty_type_warnings(nodes, edges)[0]

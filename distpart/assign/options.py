@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Optional
+from typing import Optional, Tuple
 
 from ..errors import InputError
 
@@ -27,3 +27,14 @@ def check_num_parts(where: "Optional[str | os.PathLike[str]]", num_parts: int, n
     if num_parts > num_nodes:
         raise InputError(where, f"the number of partitions ({num_parts}) is larger than the number of "
                                 f"nodes ({num_nodes}): some partitions would be empty")
+
+
+def parse_fanouts(text: str) -> Tuple[int, ...]:
+    """`--fanouts 10,25`: positive integers, comma-separated (ValueError says what is wrong)."""
+    try:
+        fanouts = tuple(int(f) for f in text.split(","))
+    except ValueError:
+        raise ValueError(f"expected whole numbers separated by commas, such as 10,25, got {text!r}") from None
+    if not fanouts or min(fanouts) < 1:
+        raise ValueError(f"every fanout must be at least 1, got {text!r}")
+    return fanouts

@@ -26,6 +26,7 @@ from ..mpi.collective import agreed
 from ..partitions.dglformat import read_graph, read_tensor_dict
 from ..partitions.layout import PartitionLayout, check_layout
 from ..paths import CONFIG_FILE, write_file
+from .dglstart import empty_type_warnings
 from ..errors import OutputError
 from ..chunked.metadata import read_json
 
@@ -167,6 +168,10 @@ def summarize(parts: List[dict], ntypes: List[str], features: Sequence[str],
         constraints.setdefault(f"feature:{spec}", imbalance(train[spec]["per_partition"]))
     rep = {"num_parts": len(parts), **costs,
            "imbalance": {k: round(v, 4) for k, v in constraints.items()}}
+    warnings = empty_type_warnings({t: [s["nodes_per_type"][t] for s in parts] for t in ntypes},
+                                   {e: [s["edges_per_type"][e] for s in parts] for e in parts[0].get("edges_per_type", {})})
+    if warnings:
+        rep["warnings"] = warnings
     if train:
         rep["train"] = train
     rep["partitions"] = parts
@@ -199,6 +204,7 @@ def format_report(rep: dict, ntypes: List[str]) -> str:
         lines.append(f"training nodes {spec}: {t['nodes']}; DGL's even split (node_split, force_even) "
                      f"hands {t['moved']} ({_pct(t['moved_fraction'])}) to another partition's trainer")
     lines.append("imbalance (max/avg): " + ", ".join(f"{k} {v:.3f}" for k, v in rep["imbalance"].items()))
+    lines += [f"WARNING: {w}" for w in rep.get("warnings", [])]
     return "\n".join(lines)
 
 

@@ -30,6 +30,7 @@ from ..partitions.dglformat import to_storable
 from ..partitions.layout import PartitionLayout, check_layout
 from ..partitions.partbook import range_starts
 from ..paths import CONFIG_FILE
+from .dglstart import empty_type_warnings
 from ..run.progress import Progress
 from .partfiles import Part, check_config, load_part
 
@@ -49,6 +50,13 @@ def verify(comm: Intracomm, meta: GraphMeta, assignment: Assignment, out_dir: Pa
         config = read_json(out_dir / CONFIG_FILE, OutputError)
         node_counts, edge_counts = check_config(out_dir / CONFIG_FILE, config, meta, assignment.num_parts,
                                                 assigned)
+    if comm.Get_rank() == 0:
+        featured = [t for t in meta.node_types if meta.node_features(t)] + \
+                   [et.name for et in meta.edge_types if meta.edge_features(et.name)]
+        for line in empty_type_warnings({t: node_counts[:, i] for i, t in enumerate(meta.node_types)},
+                                        {et.name: edge_counts[:, e] for e, et in enumerate(meta.edge_types)},
+                                        featured):
+            progress.note(f"WARNING: {line}")
     layout = PartitionLayout(assignment.num_parts, comm.Get_size())
     check_layout(layout.num_parts, layout.nranks)
     mine = layout.parts_of(comm.Get_rank())

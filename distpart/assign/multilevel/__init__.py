@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from ...chunked.metadata import GraphMeta
     from ..assignment import Assignment
     from ..balance import BalanceOptions
+    from ..objective import Objective
 
 __all__ = ["multilevel_assignment", "multilevel_partition", "unmet_constraints"]
 
@@ -41,20 +42,25 @@ MESH_VCYCLES = 1
 
 def multilevel_assignment(comm: "Intracomm", meta: "GraphMeta", num_parts: int, balance: "BalanceOptions",
                           seed: int = 0, max_bytes: int = DEFAULT_MAX_BYTES,
-                          progress: Optional[Progress] = None, vcycles: Optional[int] = None) -> "Assignment":
+                          progress: Optional[Progress] = None, vcycles: Optional[int] = None,
+                          objective: "Optional[Objective]" = None) -> "Assignment":
     """The multilevel method on the symmetrized homogeneous graph (the one ParMETIS gets, in
     input order: the numbering is global, so it does not depend on R), split back into
     per-type blocks. Collective. Every balance option becomes a vertex-weight column
     (`balance.vertex_weights`); a constraint that cannot be met is named with its imbalance.
-    `vcycles`: see `multilevel_partition`."""
+    `vcycles`: see `multilevel_partition`. `objective`: the edge weights (`assign.objective`;
+    default the edge cut, every edge 1)."""
     from ...mpi.collective import agreed
     from ..adjacency import build_csr, type_offsets
     from ..assignment import split_by_type
     from ..balance import check_options, usable_constraints, vertex_weights
+    from ..objective import check_objective, fetch_edge_weights
 
     progress = progress or Progress.off()
     with agreed(comm):
         check_options(meta, balance)
+        if objective is not None:
+            check_objective(meta, objective)
     offsets = type_offsets(meta)
     csr = build_csr(comm, meta, max_bytes, progress, index_dtype=np.int64)
     lo, hi = int(csr.vtxdist[comm.Get_rank()]), int(csr.vtxdist[comm.Get_rank() + 1])
@@ -67,7 +73,12 @@ def multilevel_assignment(comm: "Intracomm", meta: "GraphMeta", num_parts: int, 
     vwgt, names = vwgt[:, keep], [n for n, k in zip(names, keep) if k]
     if vwgt.shape[1] == 0:  # every column dropped: balance node counts
         vwgt, names = np.ones((hi - lo, 1), dtype=np.int64), ["nodes"]
-    g = LevelGraph(csr.vtxdist, csr.xadj, csr.adjncy, np.ones(len(csr.adjncy), dtype=np.int64), vwgt)
+    if objective is not None and objective.name == "fetch":
+        adjwgt = fetch_edge_weights(comm, meta, csr, objective, max_bytes)
+    else:
+        adjwgt = np.ones(len(csr.adjncy), dtype=np.int64)
+    g = LevelGraph(csr.vtxdist, csr.xadj, csr.adjncy, adjwgt, vwgt)
+    del adjwgt
     del csr, vwgt
     g.with_totals(comm)
     timings: dict = {}

@@ -1,0 +1,191 @@
+"""What Step 1 minimises besides balance: the edge weights of the graph it partitions.
+
+`--objective cut` (the default) weighs every edge 1: the partitioner minimises the edges
+whose endpoints land on different machines. `--objective fetch` weighs each edge by what it
+costs a DistDGL trainer per epoch if its endpoints are split: the expected number of times
+DGL's neighbour sampler takes it, from the training masks (`--train-mask`), the fanouts
+(`--fanouts`, DGL's order: the last one is sampled from the seeds) and the in-degrees, with a
+node's rows saturating at one per mini-batch (DGL deduplicates a batch's input nodes, so a
+hub costs a trainer at most one row per batch). ../shared/design/training-objective.md has
+the measured facts this models.
+
+The model, per epoch, with B mini-batches in all:
+* layer seeds: the training nodes, each once; a seed v takes each in-neighbour over edge
+  type e with probability min(1, f / indeg_e(v)), so edge u->v is sampled seeds(v) times
+  that probability;
+* the next layer's seeds are the previous seeds and what they sampled, counted in batches:
+  a node expected in x samples appears in about B (1 - exp(-x / B)) batches;
+* an edge's weight is its expected samples over all layers, scaled per source node u so
+  that u's edges together cost what u costs: the batches u appears in, B (1 - exp(-l / B))
+  for l expected samples of u.
+The partitioner gets `1 + FETCH_SCALE * weight` per direction (the 1 keeps the cut as the
+tie-break among edges the sampler never takes), summed over the two directions.
+
+Every sum is an integer sum over fixed-point values (units of 2^-FIXED_BITS samples) and
+every non-linear step is a function of one node's exact sum, so the weights, like the rest
+of Step 1, do not depend on the number of ranks. The in-edges are held by their
+destination's rank while the weights are computed (one pass over the input's edges).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, List, Sequence, Tuple
+
+import numpy as np
+
+from ..chunked.blocks import edge_pieces
+from ..chunked.readers import FeatureSource
+from ..errors import InputError
+from .options import parse_fanouts  # noqa: F401  (re-exported: the objective's own option)
+from ..mpi.collective import agreed
+from ..mpi.exchange import DEFAULT_MAX_BYTES, allreduce_sum, exchange, lookup
+
+if TYPE_CHECKING:
+    from mpi4py.MPI import Intracomm
+
+    from ..chunked.metadata import GraphMeta
+    from .adjacency import DistributedCSR
+
+OBJECTIVES = ("cut", "fetch")
+# DGL's distributed GraphSAGE example samples 25 then 10 neighbours (--fan_out 10,25) in
+# batches of 1000 seeds: what a user trains with when they name nothing else.
+DEFAULT_FANOUTS = (10, 25)
+DEFAULT_BATCH_SIZE = 1000
+FIXED_BITS = 20
+# Weight of an edge sampled once per epoch over an edge never sampled (which weighs 1).
+FETCH_SCALE = 16
+
+
+@dataclass(frozen=True)
+class Objective:
+    """`--objective` and what `fetch` models: training masks ("NTYPE/FEAT"), fanouts in
+    DGL's order, seeds per mini-batch."""
+
+    name: str = "cut"
+    train_masks: Tuple[str, ...] = ()
+    fanouts: Tuple[int, ...] = DEFAULT_FANOUTS
+    batch_size: int = DEFAULT_BATCH_SIZE
+
+
+def check_objective(meta: "GraphMeta", objective: Objective) -> None:
+    """Refuse, before any work, an objective the input cannot feed."""
+    if objective.name not in OBJECTIVES:
+        raise InputError(None, f"--objective must be one of {', '.join(OBJECTIVES)}, got {objective.name!r}")
+    if objective.name == "fetch" and not objective.train_masks:
+        raise InputError(None, "--objective fetch needs the training nodes: name their mask with "
+                               "--train-mask NTYPE/FEAT (repeatable)")
+    if objective.batch_size < 1:
+        raise InputError(None, f"--batch-size must be at least 1, got {objective.batch_size}")
+    for spec in objective.train_masks:
+        ntype, _, feat = spec.partition("/")
+        if ntype not in meta.node_types or feat not in meta.node_features(ntype):
+            raise InputError(None, f"--train-mask {spec}: no node feature '{feat}' of node type '{ntype}'")
+
+
+def _train_seeds(meta: "GraphMeta", masks: Sequence[str], offsets: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """1 for each of vertices [lo, hi) that a training mask marks, else 0 (int64)."""
+    seeds = np.zeros(hi - lo, dtype=np.int64)
+    for spec in masks:
+        ntype, _, feat = spec.partition("/")
+        t = meta.ntype_id(ntype)
+        a, b = max(lo, int(offsets[t])), min(hi, int(offsets[t + 1]))
+        if a < b:
+            files = meta.node_features(ntype)[feat]
+            values = FeatureSource(files).read(a - int(offsets[t]), b - int(offsets[t])).reshape(-1)
+            if not np.isin(values, (0, 1)).all():
+                raise InputError(files.where, f"--train-mask {spec}: values must be 0 or 1")
+            seeds[a - lo:b - lo] |= values.astype(np.int64)
+    return seeds
+
+
+def _in_edges(comm: "Intracomm", meta: "GraphMeta", offsets: np.ndarray, vtxdist: np.ndarray,
+              max_bytes: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every input edge u->v at v's rank: (u as a global ID, v - lo, edge type index)."""
+    lo = int(vtxdist[comm.Get_rank()])
+    srcs: List[np.ndarray] = []
+    dsts: List[np.ndarray] = []
+    kinds: List[np.ndarray] = []
+    for e, etype in enumerate(meta.edge_types):
+        for piece in edge_pieces(comm, meta, etype, max(1 << 10, max_bytes // 64)):
+            u = piece.src + offsets[meta.ntype_id(etype.src)]
+            v = piece.dst + offsets[meta.ntype_id(etype.dst)]
+            (u, v), _ = exchange(comm, np.searchsorted(vtxdist, v, side="right") - 1, [u, v], max_bytes)
+            srcs.append(u)
+            dsts.append(v - lo)
+            kinds.append(np.full(len(u), e, dtype=np.int64))
+    return np.concatenate(srcs), np.concatenate(dsts), np.concatenate(kinds)
+
+
+def _int_bincount(index: np.ndarray, weights: np.ndarray, n: int) -> np.ndarray:
+    """An exact int64 bincount (numpy's weighted one sums in float64, which depends on the order)."""
+    out = np.zeros(n, dtype=np.int64)
+    np.add.at(out, index, weights)
+    return out
+
+
+def _batches(total: np.ndarray, batches_fp: float) -> np.ndarray:
+    """Batches a node expected in `total` samples (fixed point) appears in: B (1 - exp(-x/B))."""
+    return np.floor(batches_fp * -np.expm1(-total / batches_fp)).astype(np.int64)
+
+
+def fetch_edge_weights(comm: "Intracomm", meta: "GraphMeta", csr: "DistributedCSR", objective: Objective,
+                       max_bytes: int = DEFAULT_MAX_BYTES) -> np.ndarray:
+    """Weights of `csr`'s adjacency entries (aligned with `csr.adjncy`, int64, at least 1)
+    under `--objective fetch` (see the module docstring). `csr` is in input order
+    (`build_csr` without a numbering). Collective."""
+    from .adjacency import type_offsets
+
+    offsets = type_offsets(meta)
+    vtxdist = csr.vtxdist
+    lo, hi = int(vtxdist[comm.Get_rank()]), int(vtxdist[comm.Get_rank() + 1])
+    nlocal = hi - lo
+    with agreed(comm):
+        seeds = _train_seeds(meta, objective.train_masks, offsets, lo, hi) << FIXED_BITS
+    trainers_nodes = int(allreduce_sum(comm, np.array([int(seeds.sum() >> FIXED_BITS)]))[0])
+    batches_fp = float(max(1, -(-trainers_nodes // objective.batch_size)) << FIXED_BITS)
+    src, dst, kind = _in_edges(comm, meta, offsets, vtxdist, max_bytes)
+    ntypes_e = len(meta.edge_types)
+    indeg = np.bincount(kind * nlocal + dst, minlength=ntypes_e * nlocal).reshape(ntypes_e, nlocal)
+    edge_indeg = indeg[kind, dst]
+    del indeg
+    sampled = np.zeros(len(src), dtype=np.int64)
+    for fanout in reversed(objective.fanouts):
+        layer = np.floor(seeds[dst] * np.minimum(1.0, fanout / edge_indeg)).astype(np.int64)
+        sampled += layer
+        seeds = _batches(seeds + _int_bincount_at(comm, src, layer, vtxdist, max_bytes), batches_fp)
+    del edge_indeg, seeds
+    expected = _int_bincount_at(comm, src, sampled, vtxdist, max_bytes)
+    # Per source node: what its rows cost (batches it appears in) over what its edges add up to.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(expected > 0, _batches(expected, batches_fp) / expected, 0.0)
+    weight = 1 + np.floor(FETCH_SCALE * sampled * lookup(comm, src, vtxdist, share, max_bytes)
+                          / float(1 << FIXED_BITS)).astype(np.int64)
+    del sampled, share
+    return _symmetric_weights(comm, csr, src, dst + lo, weight, max_bytes)
+
+
+def _int_bincount_at(comm: "Intracomm", src: np.ndarray, values: np.ndarray, vtxdist: np.ndarray,
+                     max_bytes: int) -> np.ndarray:
+    """For each of this rank's vertices, the int64 sum of `values` over the edges it is the source of."""
+    lo, hi = int(vtxdist[comm.Get_rank()]), int(vtxdist[comm.Get_rank() + 1])
+    (u, w), _ = exchange(comm, np.searchsorted(vtxdist, src, side="right") - 1, [src, values], max_bytes)
+    return _int_bincount(u - lo, w, hi - lo)
+
+
+def _symmetric_weights(comm: "Intracomm", csr: "DistributedCSR", u: np.ndarray, v: np.ndarray,
+                       weight: np.ndarray, max_bytes: int) -> np.ndarray:
+    """Add each directed edge's weight to both of its adjacency entries (row u column v, row
+    v column u); entries no edge reaches (none: every entry comes from an edge) stay 0."""
+    vtxdist = csr.vtxdist
+    lo, hi = int(vtxdist[comm.Get_rank()]), int(vtxdist[comm.Get_rank() + 1])
+    n = int(vtxdist[-1])
+    loop = u == v
+    rows = np.concatenate([u[~loop], v[~loop]])
+    cols = np.concatenate([v[~loop], u[~loop]])
+    w = np.concatenate([weight[~loop], weight[~loop]])
+    (r, c, w), _ = exchange(comm, np.searchsorted(vtxdist, rows, side="right") - 1, [rows, cols, w], max_bytes)
+    del rows, cols
+    xadj = np.asarray(csr.xadj, dtype=np.int64)
+    keys = np.repeat(np.arange(lo, hi, dtype=np.int64), np.diff(xadj)) * n + np.asarray(csr.adjncy, dtype=np.int64)
+    at = np.searchsorted(keys, r * n + c)
+    return _int_bincount(at, w, len(keys))
