@@ -212,8 +212,10 @@ def method_options(sp: argparse.ArgumentParser) -> None:
                          "little). Default: 1 on mesh-like graphs (no hubs), 0 otherwise")
     sp.add_argument("--seed", type=int, default=0)
     sp.add_argument("--balance-ntypes", action="store_true", help="balance every node type (multilevel, parmetis; kaminpar refuses more than one constraint)")
-    sp.add_argument("--balance-edges", action="store_true", help="balance edges, as in-degree, per node type with --balance-ntypes "
-                         "(multilevel, parmetis; kaminpar: alone only)")
+    sp.add_argument("--balance-edges", nargs="?", const=True, default=False, type=imbalance_factor, metavar="FACTOR",
+                    help="balance edges, as in-degree, per node type with --balance-ntypes (multilevel, parmetis; "
+                         "kaminpar: alone only); with FACTOR, the edges' own cap (max/average), e.g. 1.5, "
+                         "instead of --imbalance's")
     sp.add_argument("--balance-feature", action="append", default=[], metavar="NTYPE/FEAT",
                     help="multilevel, parmetis: also balance this 0/1 node feature (e.g. paper/train_mask); repeatable")
     sp.add_argument("--imbalance", type=imbalance_factor, default=1.05, help="allowed load imbalance per constraint, max/average (parmetis ubvec, kaminpar epsilon + 1)")

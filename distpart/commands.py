@@ -166,7 +166,9 @@ def _step1(comm: Intracomm, args: argparse.Namespace, meta, assign_dir: Path, ke
     with log.stage(comm, "assign"):
         # Training nodes are balanced too: DGL's trainers split them evenly, whatever the partition.
         features = tuple(dict.fromkeys([*args.balance_feature, *args.train_mask]))
-        balance = BalanceOptions(args.balance_ntypes, args.balance_edges, features, args.imbalance)
+        edges = args.balance_edges
+        balance = BalanceOptions(args.balance_ntypes, edges is not False, features, args.imbalance,
+                                 None if isinstance(edges, bool) else edges)
         objective = Objective(args.objective, tuple(args.train_mask), tuple(args.fanouts), args.batch_size)
         assignment = compute_assignment(comm, meta, args.num_parts, args.method, balance, args.seed, max_bytes,
                                         log.progress, vertex_order=args.vertex_order, threads=args.threads,

@@ -77,3 +77,35 @@ def test_a_bad_vcycles_value_is_refused_by_name(value: str, message: str, capsys
     err = capsys.readouterr().err
     assert "--vcycles" in err and message in err, err
     assert not (tmp_path / "out").exists()
+
+
+def test_each_constraint_keeps_its_own_cap(monkeypatch) -> None:
+    """--balance-edges FACTOR: the in-degree column gets its own, looser cap (per-constraint
+    ubvec, as METIS and ParMETIS allow); the node column keeps --imbalance's."""
+    monkeypatch.setattr(coarsen_module, "TARGET_PER_BLOCK", 40)
+    rng = np.random.default_rng(5)
+    n = 3000
+    hubs = rng.integers(0, 30, 6000)                 # a few hubs take most edges
+    edges = np.unique(np.sort(np.stack([hubs, rng.integers(30, n, 6000)], 1), axis=1), axis=0)
+    degree = np.bincount(edges.ravel(), minlength=n)
+    vwgt = np.stack([np.ones(n), degree], 1).astype(np.int64)
+    g, _ = graph(n, edges, vwgt)
+    k, factors = 4, np.array([1.03, 1.6])
+    parts = ml.multilevel_partition(COMM, g, k, factors, seed=2)
+    weights = weights_of(parts, vwgt, k)
+    assert (weights <= block_caps(g.total, k, factors)).all()
+    imbalance = weights.max(axis=0) / (g.total / k)
+    assert imbalance[0] <= 1.03 + 1e-9 and imbalance[1] <= 1.6 + 1e-9
+    assert block_caps(g.total, k, factors)[1] > block_caps(g.total, k, 1.03)[1]
+
+
+def test_balance_edges_factor_on_the_command_line() -> None:
+    from distpart.assign.balance import BalanceOptions
+    from distpart.cli import _parser
+    parse = _parser().parse_args
+    assert parse(["assign", "i", "o", "--num-parts", "2"]).balance_edges is False
+    assert parse(["assign", "i", "o", "--num-parts", "2", "--balance-edges"]).balance_edges is True
+    assert parse(["assign", "i", "o", "--num-parts", "2", "--balance-edges", "1.5"]).balance_edges == 1.5
+    names = ["ntype:a", "edges:a", "feature:a/m"]
+    assert BalanceOptions(True, True, ("a/m",), 1.05, 1.5).imbalances(names).tolist() == [1.05, 1.5, 1.05]
+    assert BalanceOptions(True, True, ("a/m",), 1.05).imbalances(names).tolist() == [1.05, 1.05, 1.05]

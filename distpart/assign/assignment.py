@@ -116,11 +116,12 @@ def parmetis_assignment(comm: Intracomm, meta: GraphMeta, num_parts: int, balanc
     with agreed(comm):
         vwgt, names = vertex_weights(meta, balance, offsets, lo, hi,
                                      csr.in_degree if in_degree is None else in_degree)
-    keep, notes = usable_constraints(allreduce_sum(comm, vwgt.sum(axis=0)), names, num_parts, balance.imbalance)
+    keep, notes = usable_constraints(allreduce_sum(comm, vwgt.sum(axis=0)), names, num_parts,
+                                     balance.imbalances(names))
     if comm.Get_rank() == 0:
         for note in notes:
             print(f"assign: constraint {note}", flush=True)
-    vwgt = vwgt[:, keep]
+    vwgt, names = vwgt[:, keep], [n for n, k in zip(names, keep) if k]
     if names == ["nodes"] or vwgt.shape[1] == 0:
         vwgt = None  # plain node balance is ParMETIS's default: no weights needed
     elif numbering is not None:
@@ -128,7 +129,7 @@ def parmetis_assignment(comm: Intracomm, meta: GraphMeta, num_parts: int, balanc
     estimate = 1.0 + PARMETIS_S_PER_ARC * len(csr.adjncy)
     with agreed(comm), progress.opaque("ParMETIS_V3_PartKway", estimate):
         part = parmetis.part_kway(lib, comm, csr.vtxdist, csr.xadj, csr.adjncy, vwgt, num_parts,
-                                  balance.imbalance, seed)
+                                  balance.imbalances(names) if vwgt is not None else balance.imbalance, seed)
     del csr, vwgt
     if numbering is not None:  # back to the input's numbering
         part = lookup(comm, numbering.new_ids, numbering.bounds, part, max_bytes)

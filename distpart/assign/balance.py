@@ -11,7 +11,7 @@ training nodes are spread evenly too.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -27,6 +27,12 @@ class BalanceOptions:
     edges: bool = False
     features: Tuple[str, ...] = ()
     imbalance: float = 1.05
+    edge_imbalance: Optional[float] = None   # --balance-edges FACTOR: the in-degree columns' own cap
+
+    def imbalances(self, names: Sequence[str]) -> np.ndarray:
+        """The allowed max/average of each constraint column named `names`, in order."""
+        edge = self.imbalance if self.edge_imbalance is None else self.edge_imbalance
+        return np.array([edge if name.startswith("edges") else self.imbalance for name in names], dtype=np.float64)
 
 
 def check_options(meta: GraphMeta, opts: BalanceOptions) -> None:
@@ -34,6 +40,10 @@ def check_options(meta: GraphMeta, opts: BalanceOptions) -> None:
     problem = imbalance_problem(opts.imbalance)
     if problem is not None:
         raise InputError(None, f"--imbalance {problem}")
+    if opts.edge_imbalance is not None:
+        problem = imbalance_problem(opts.edge_imbalance)
+        if problem is not None:
+            raise InputError(None, f"--balance-edges {problem}")
     for spec in opts.features:
         ntype, _, feat = spec.partition("/")
         if feat not in meta.node_features(ntype):
@@ -45,7 +55,7 @@ def check_options(meta: GraphMeta, opts: BalanceOptions) -> None:
 
 
 def usable_constraints(totals: np.ndarray, names: List[str], num_parts: int,
-                       imbalance: float) -> Tuple[np.ndarray, List[str]]:
+                       imbalance: "float | np.ndarray") -> Tuple[np.ndarray, List[str]]:
     """(mask of columns to keep, a note for each dropped one).
 
     A column nobody carries (an empty type, an all-zero mask) divides by zero inside
@@ -55,16 +65,17 @@ def usable_constraints(totals: np.ndarray, names: List[str], num_parts: int,
     """
     keep = np.ones(len(names), dtype=bool)
     notes = []
+    factors = np.broadcast_to(np.asarray(imbalance, dtype=np.float64), (len(names),))
     for i, (name, total) in enumerate(zip(names, totals)):
         if total == 0:
             keep[i] = False
             notes.append(f"{name}: no weight at all, not balanced")
         elif not name.startswith("edges") and name != "nodes":
             best = -(-int(total) // num_parts) / (total / num_parts)
-            if best > imbalance:
+            if best > factors[i]:
                 keep[i] = False
                 notes.append(f"{name}: {int(total)} nodes cannot be spread over {num_parts} partitions "
-                             f"within imbalance {imbalance} (best {best:.2f}), not balanced")
+                             f"within imbalance {factors[i]:g} (best {best:.2f}), not balanced")
     return keep, notes
 
 

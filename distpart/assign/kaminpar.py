@@ -204,7 +204,7 @@ def kaminpar_assignment(comm: Intracomm, meta: GraphMeta, num_parts: int, balanc
     if kind == "edges":
         weights = np.asarray(csr.in_degree, dtype=np.int64)
         keep, notes = usable_constraints(allreduce_sum(comm, np.array([weights.sum()])), ["edges"],
-                                         num_parts, balance.imbalance)
+                                         num_parts, balance.imbalances(["edges"]))
         if rank == 0:
             for note in notes:
                 print(f"assign: constraint {note}", flush=True)
@@ -229,13 +229,15 @@ def kaminpar_assignment(comm: Intracomm, meta: GraphMeta, num_parts: int, balanc
                 _fresh_folder(work)
         comm.Barrier()  # the folder exists before any rank opens a file in it
         write_parhip(comm, work / GRAPH_FILE, csr, weights)
+        weights_used = weights is not None
         del csr, weights  # rank 0's node needs the memory for KaMinPar
         estimate = estimate_seconds(m, num_parts, nthreads)
         with agreed(comm), progress.opaque("KaMinPar", estimate):
             if rank == 0:
                 try:
+                    factor = float(balance.imbalances(["edges" if weights_used else "nodes"])[0])
                     run_kaminpar(work / GRAPH_FILE, work / PARTITION_FILE, num_parts,
-                                 balance.imbalance - 1.0, seed, nthreads, sorted(cpus), n)
+                                 factor - 1.0, seed, nthreads, sorted(cpus), n)
                 finally:
                     comm.Ibarrier().Wait()  # release the waiting ranks, also on failure
             else:

@@ -81,7 +81,7 @@ def fill_empty_partitions(comm: "Intracomm", meta: "GraphMeta", assignment: "Ass
             featured = " and DGL's servers cannot start when a node type with features has no node in a " \
                        "partition" if meta.node_features(ntype) else ""
             notes.append(f"node type '{ntype}' has {n} nodes, fewer than the {k} partitions: {_names(missing)} "
-                         f"hold none of them{featured}")
+                         f"hold{'s' if len(missing) == 1 else ''} none of them{featured}")
         per_type[ntype] = counts
     total = sum(per_type.values(), np.zeros(k, dtype=np.int64))
     if int(total.sum()) >= k and not total.all():

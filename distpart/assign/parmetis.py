@@ -265,12 +265,13 @@ def compact_vtxdist(vtxdist: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
 
 
 def part_kway(lib: ParMetisLibrary, comm: Intracomm, vtxdist: np.ndarray, xadj: np.ndarray, adjncy: np.ndarray,
-              vwgt: Optional[np.ndarray], num_parts: int, imbalance: float = 1.05,
+              vwgt: Optional[np.ndarray], num_parts: int, imbalance: "float | np.ndarray" = 1.05,
               seed: int = 0) -> np.ndarray:
     """Partition of this rank's vertices [vtxdist[rank], vtxdist[rank+1]). Collective.
 
     `xadj`/`adjncy` are the local CSR rows (global neighbour IDs, symmetric, no self loops,
-    no duplicates); `vwgt` is (nlocal, ncon) or None for unit weights.
+    no duplicates); `vwgt` is (nlocal, ncon) or None for unit weights; `imbalance` is
+    ParMETIS's ubvec, one factor or one per constraint.
     """
     from mpi4py import MPI
 
@@ -297,7 +298,8 @@ def part_kway(lib: ParMetisLibrary, comm: Intracomm, vtxdist: np.ndarray, xadj: 
             "adjncy": np.ascontiguousarray(adjncy, dtype=idx),
             "vwgt": None if vwgt is None else np.ascontiguousarray(vwgt, dtype=idx).reshape(-1),
             "tpwgts": np.full(num_parts * ncon, 1.0 / num_parts, dtype=real),
-            "ubvec": np.full(ncon, imbalance, dtype=real),
+            "ubvec": np.ascontiguousarray(np.broadcast_to(np.asarray(imbalance, dtype=np.float64), (ncon,)),
+                                          dtype=real),
             # Any integer seed is accepted (as by random assignment); ParMETIS takes an idx_t.
             "options": np.array([1, 0, seed % 2**31, 0], dtype=idx),
             "part": np.zeros(max(nloc, 1), dtype=idx),

@@ -66,7 +66,8 @@ def multilevel_assignment(comm: "Intracomm", meta: "GraphMeta", num_parts: int, 
     lo, hi = int(csr.vtxdist[comm.Get_rank()]), int(csr.vtxdist[comm.Get_rank() + 1])
     with agreed(comm):
         vwgt, names = vertex_weights(meta, balance, offsets, lo, hi, csr.in_degree)
-    keep, notes = usable_constraints(allreduce_sum(comm, vwgt.sum(axis=0)), names, num_parts, balance.imbalance)
+    keep, notes = usable_constraints(allreduce_sum(comm, vwgt.sum(axis=0)), names, num_parts,
+                                     balance.imbalances(names))
     if comm.Get_rank() == 0:
         for note in notes:
             print(f"assign: constraint {note}", flush=True)
@@ -82,14 +83,15 @@ def multilevel_assignment(comm: "Intracomm", meta: "GraphMeta", num_parts: int, 
     del csr, vwgt
     g.with_totals(comm)
     timings: dict = {}
-    parts = multilevel_partition(comm, g, num_parts, balance.imbalance, seed, max_bytes, progress, timings, vcycles)
+    factors = balance.imbalances(names)
+    parts = multilevel_partition(comm, g, num_parts, factors, seed, max_bytes, progress, timings, vcycles)
     levels = timings["levels"]
     progress.say(f"multilevel: {levels} level{'' if levels == 1 else 's'}, coarsest {timings['coarse_n']} vertices; coarsening "
                  f"{timings['coarsen_s']:.1f} s, initial partition {timings['initial_s']:.1f} s, refinement "
                  f"{timings['refine_s']:.1f} s" + (f", {timings['cycles'] - 1} V-cycle(s) {timings['vcycle_s']:.1f} s"
                                                    if timings['cycles'] > 1 else ""))
     weights = block_weights(comm, g, parts, num_parts)
-    for text in unmet_constraints(weights, g.total, names, num_parts, balance.imbalance):
+    for text in unmet_constraints(weights, g.total, names, num_parts, factors):
         if comm.Get_rank() == 0:
             print(f"assign: WARNING: {text}", flush=True)
         progress.note(text)
@@ -97,7 +99,7 @@ def multilevel_assignment(comm: "Intracomm", meta: "GraphMeta", num_parts: int, 
     return split_by_type(comm, meta, num_parts, "multilevel", parts, lo, hi)
 
 
-def multilevel_partition(comm: "Intracomm", g: LevelGraph, k: int, imbalance: float, seed: int = 0,
+def multilevel_partition(comm: "Intracomm", g: LevelGraph, k: int, imbalance: "float | np.ndarray", seed: int = 0,
                          max_bytes: int = DEFAULT_MAX_BYTES, progress: Optional[Progress] = None,
                          timings: Optional[dict] = None, vcycles: Optional[int] = None) -> np.ndarray:
     """Partition of this rank's vertices of `g` into k blocks: coarsen, partition the
@@ -107,6 +109,7 @@ def multilevel_partition(comm: "Intracomm", g: LevelGraph, k: int, imbalance: fl
     refine that hierarchy from the partition carried to its coarsest level (a V-cycle: Jet
     moves the new clusters along the boundaries; Jet keeps the best partition it sees, so a
     V-cycle never makes it worse).
+    `imbalance`: the allowed max/average, one for every constraint or one per column.
     Collective; the result depends on (g, k, imbalance, seed), not on R."""
     from .coarsen import coarsen, coarsen_within, mesh_like
     from .initial import initial_partition
@@ -168,16 +171,17 @@ def uncoarsen(comm: "Intracomm", levels: List[Optional[LevelGraph]], maps: List[
 
 
 def unmet_constraints(weights: np.ndarray, total: np.ndarray, names: List[str], k: int,
-                      imbalance: float) -> List[str]:
+                      imbalance: "float | np.ndarray") -> List[str]:
     """One message per constraint whose heaviest block exceeds its cap: which one and by how
     much (imbalance = max / average block weight, as METIS and DGL define it)."""
     caps = block_caps(total, k, imbalance)
+    factors = np.broadcast_to(np.asarray(imbalance, dtype=np.float64), (len(names),))
     out = []
     for j, name in enumerate(names):
         heaviest = int(weights[:, j].max())
         if heaviest > caps[j]:
             ratio = heaviest / (total[j] / k)
-            out.append(f"constraint {name} could not be met: imbalance {ratio:.3f} > --imbalance {imbalance} "
+            out.append(f"constraint {name} could not be met: imbalance {ratio:.3f} > {factors[j]:g} allowed "
                        f"(heaviest partition {heaviest}, cap {int(caps[j])}, "
                        f"{heaviest - int(caps[j])} over)")
     return out

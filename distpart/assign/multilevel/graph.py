@@ -117,13 +117,14 @@ class Halo:
         return np.concatenate([np.arange(g.first(comm), g.first(comm) + g.nlocal, dtype=np.int64), self.ghosts])
 
 
-def block_caps(total: np.ndarray, k: int, imbalance: float) -> np.ndarray:
+def block_caps(total: np.ndarray, k: int, imbalance: "float | np.ndarray") -> np.ndarray:
     """Largest weight a block may carry in each constraint: `imbalance` times the average,
     as METIS and DGL define imbalance (max / average), but never below the average rounded
-    up (a 0/1 column of total W cannot do better than ceil(W / k))."""
+    up (a 0/1 column of total W cannot do better than ceil(W / k)). `imbalance`: one factor,
+    or one per column."""
     total = np.asarray(total, dtype=np.int64)
     # Above k the cap is the whole total anyway; capping first keeps the product inside int64.
-    cap = np.floor(min(imbalance, k) * total / k + 1e-9)
+    cap = np.floor(np.minimum(imbalance, k) * total / k + 1e-9)
     return np.minimum(np.maximum(cap.astype(np.int64), -(-total // k)), total)
 
 

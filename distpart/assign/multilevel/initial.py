@@ -21,7 +21,7 @@ from __future__ import annotations
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, List, Optional
+from typing import TYPE_CHECKING, List, Optional, Tuple
 
 import numpy as np
 
@@ -53,7 +53,7 @@ class Try:
     index: int
     tool: str      # "metis" or "kaminpar"
     seed: int
-    ubvec: float
+    ubvec: Tuple[float, ...]     # METIS's, per constraint
 
 
 @dataclass
@@ -83,14 +83,17 @@ def metis_tries(n: int, entries: int, k: int, ncon: int) -> int:
     return int(min(METIS_TRIES, max(MIN_METIS_TRIES, np.floor(TRY_BUDGET_S / max(estimate, 1e-9)))))
 
 
-def plan_tries(ncon: int, imbalance: float, seed: int, kaminpar: bool, count: int = METIS_TRIES) -> List[Try]:
+def plan_tries(ncon: int, imbalance: "float | np.ndarray", seed: int, kaminpar: bool,
+               count: int = METIS_TRIES) -> List[Try]:
     """The fixed list of tries (independent of R): `count` METIS seeds from `seed`'s
     SeedSequence, then KaMinPar if it may run (one constraint)."""
     seeds = np.random.SeedSequence(int(seed) % 2**63).generate_state(count + 1) % 2**31
-    eps = max(float(imbalance) - 1.0, 0.0)
-    tries = [Try(i, "metis", int(seeds[i]), 1.0 + eps * UB_SHARES[i % len(UB_SHARES)]) for i in range(count)]
+    factors = np.broadcast_to(np.asarray(imbalance, dtype=np.float64), (ncon,))
+    eps = [max(float(f) - 1.0, 0.0) for f in factors]
+    tries = [Try(i, "metis", int(seeds[i]), tuple(1.0 + e * UB_SHARES[i % len(UB_SHARES)] for e in eps))
+             for i in range(count)]
     if kaminpar and ncon == 1:
-        tries.append(Try(count, "kaminpar", int(seeds[count]), float(imbalance)))
+        tries.append(Try(count, "kaminpar", int(seeds[count]), (float(factors[0]),)))
     return tries
 
 
@@ -158,7 +161,8 @@ def gather_whole(comm: "Intracomm", g: LevelGraph) -> WholeGraph:
     return WholeGraph(xadj, adjncy, adjwgt, vwgt)
 
 
-def initial_partition(comm: "Intracomm", g: LevelGraph, k: int, imbalance: float, seed: int) -> np.ndarray:
+def initial_partition(comm: "Intracomm", g: LevelGraph, k: int, imbalance: "float | np.ndarray",
+                      seed: int) -> np.ndarray:
     """Block (0..k-1, int64) of each of this rank's vertices of the coarsest graph `g`.
     Collective; the same for any number of ranks (see the module docstring)."""
     from mpi4py import MPI
@@ -201,7 +205,7 @@ def run_try(g: WholeGraph, k: int, t: Try, caps: np.ndarray) -> Optional[np.ndar
         limit = lib.idx_max // 2
         _, parts = metis.part_graph(g.xadj, g.adjncy, k, vwgt=scaled_to_fit(g.vwgt, limit, False),
                                     adjwgt=scaled_to_fit(g.adjwgt.reshape(-1, 1), limit, True).reshape(-1),
-                                    ubvec=t.ubvec, seed=t.seed, method="kway", lib=lib)
+                                    ubvec=list(t.ubvec), seed=t.seed, method="kway", lib=lib)
         return parts
     try:
         return kaminpar_partition(g, k, caps[0], t.seed)
