@@ -98,22 +98,42 @@ def _train_seeds(meta: "GraphMeta", masks: Sequence[str], offsets: np.ndarray, l
     return seeds
 
 
+# Edges per step of the weight computation: each step's exchange holds a few arrays of this
+# length, so memory stays that of the held in-edges plus a bounded piece.
+STEP_EDGES = 1 << 20
+
+
+@dataclass
+class _InEdges:
+    """The input edges of one edge type whose destination this rank owns: source as a global
+    ID, destination as a local index (int32 where it fits), and the in-degree of this type."""
+
+    src: np.ndarray
+    dst: np.ndarray
+    indeg: np.ndarray
+
+    def steps(self) -> "List[slice]":
+        return [slice(a, a + STEP_EDGES) for a in range(0, len(self.src), STEP_EDGES)] or [slice(0, 0)]
+
+
 def _in_edges(comm: "Intracomm", meta: "GraphMeta", offsets: np.ndarray, vtxdist: np.ndarray,
-              max_bytes: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every input edge u->v at v's rank: (u as a global ID, v - lo, edge type index)."""
-    lo = int(vtxdist[comm.Get_rank()])
-    srcs: List[np.ndarray] = []
-    dsts: List[np.ndarray] = []
-    kinds: List[np.ndarray] = []
-    for e, etype in enumerate(meta.edge_types):
+              max_bytes: int) -> List[_InEdges]:
+    """Every input edge u->v at v's rank, one `_InEdges` per edge type."""
+    lo, hi = int(vtxdist[comm.Get_rank()]), int(vtxdist[comm.Get_rank() + 1])
+    local = np.int32 if hi - lo < 2**31 else np.int64
+    out = []
+    for etype in meta.edge_types:
+        srcs: List[np.ndarray] = []
+        dsts: List[np.ndarray] = []
         for piece in edge_pieces(comm, meta, etype, max(1 << 10, max_bytes // 64)):
             u = piece.src + offsets[meta.ntype_id(etype.src)]
             v = piece.dst + offsets[meta.ntype_id(etype.dst)]
             (u, v), _ = exchange(comm, np.searchsorted(vtxdist, v, side="right") - 1, [u, v], max_bytes)
             srcs.append(u)
-            dsts.append(v - lo)
-            kinds.append(np.full(len(u), e, dtype=np.int64))
-    return np.concatenate(srcs), np.concatenate(dsts), np.concatenate(kinds)
+            dsts.append((v - lo).astype(local))
+        dst = np.concatenate(dsts)
+        out.append(_InEdges(np.concatenate(srcs), dst, np.bincount(dst, minlength=hi - lo)))
+    return out
 
 
 def _int_bincount(index: np.ndarray, weights: np.ndarray, n: int) -> np.ndarray:
@@ -138,54 +158,78 @@ def fetch_edge_weights(comm: "Intracomm", meta: "GraphMeta", csr: "DistributedCS
     offsets = type_offsets(meta)
     vtxdist = csr.vtxdist
     lo, hi = int(vtxdist[comm.Get_rank()]), int(vtxdist[comm.Get_rank() + 1])
-    nlocal = hi - lo
     with agreed(comm):
         seeds = _train_seeds(meta, objective.train_masks, offsets, lo, hi) << FIXED_BITS
     trainers_nodes = int(allreduce_sum(comm, np.array([int(seeds.sum() >> FIXED_BITS)]))[0])
     batches_fp = float(max(1, -(-trainers_nodes // objective.batch_size)) << FIXED_BITS)
-    src, dst, kind = _in_edges(comm, meta, offsets, vtxdist, max_bytes)
-    ntypes_e = len(meta.edge_types)
-    indeg = np.bincount(kind * nlocal + dst, minlength=ntypes_e * nlocal).reshape(ntypes_e, nlocal)
-    edge_indeg = indeg[kind, dst]
-    del indeg
-    sampled = np.zeros(len(src), dtype=np.int64)
+    edges = _in_edges(comm, meta, offsets, vtxdist, max_bytes)
+    # Per layer, from the seeds: (layer seeds, fanout); an edge's samples are recomputed from
+    # these whenever needed, so no per-edge value is kept.
+    layers = []
     for fanout in reversed(objective.fanouts):
-        layer = np.floor(seeds[dst] * np.minimum(1.0, fanout / edge_indeg)).astype(np.int64)
-        sampled += layer
-        seeds = _batches(seeds + _int_bincount_at(comm, src, layer, vtxdist, max_bytes), batches_fp)
-    del edge_indeg, seeds
-    expected = _int_bincount_at(comm, src, sampled, vtxdist, max_bytes)
+        layers.append((seeds, fanout))
+        incoming = _sum_at_sources(comm, edges, lambda e, at: _sampled(e, at, [(seeds, fanout)]), vtxdist,
+                                   max_bytes)
+        seeds = _batches(seeds + incoming, batches_fp)
+    expected = _sum_at_sources(comm, edges, lambda e, at: _sampled(e, at, layers), vtxdist, max_bytes)
     # Per source node: what its rows cost (batches it appears in) over what its edges add up to.
     with np.errstate(divide="ignore", invalid="ignore"):
         share = np.where(expected > 0, _batches(expected, batches_fp) / expected, 0.0)
-    weight = 1 + np.floor(FETCH_SCALE * sampled * lookup(comm, src, vtxdist, share, max_bytes)
-                          / float(1 << FIXED_BITS)).astype(np.int64)
-    del sampled, share
-    return _symmetric_weights(comm, csr, src, dst + lo, weight, max_bytes)
+    return _symmetric_weights(comm, csr, edges, layers, share, max_bytes)
 
 
-def _int_bincount_at(comm: "Intracomm", src: np.ndarray, values: np.ndarray, vtxdist: np.ndarray,
-                     max_bytes: int) -> np.ndarray:
-    """For each of this rank's vertices, the int64 sum of `values` over the edges it is the source of."""
+def _sampled(e: _InEdges, at: slice, layers: "List[Tuple[np.ndarray, int]]") -> np.ndarray:
+    """Expected samples per epoch (fixed point) of edges `at` of `e` over `layers`."""
+    dst = e.dst[at]
+    total = np.zeros(len(dst), dtype=np.int64)
+    for seeds, fanout in layers:
+        total += np.floor(seeds[dst] * np.minimum(1.0, fanout / e.indeg[dst])).astype(np.int64)
+    return total
+
+
+def _sum_at_sources(comm: "Intracomm", edges: List[_InEdges], values, vtxdist: np.ndarray,
+                    max_bytes: int) -> np.ndarray:
+    """For each of this rank's vertices, the int64 sum of `values(e, at)` over the edges it is
+    the source of. Collective: every rank takes the same number of steps."""
     lo, hi = int(vtxdist[comm.Get_rank()]), int(vtxdist[comm.Get_rank() + 1])
-    (u, w), _ = exchange(comm, np.searchsorted(vtxdist, src, side="right") - 1, [src, values], max_bytes)
-    return _int_bincount(u - lo, w, hi - lo)
+    out = np.zeros(hi - lo, dtype=np.int64)
+    for e, at in _all_steps(comm, edges):
+        src = e.src[at]
+        (u, w), _ = exchange(comm, np.searchsorted(vtxdist, src, side="right") - 1, [src, values(e, at)], max_bytes)
+        np.add.at(out, u - lo, w)
+    return out
 
 
-def _symmetric_weights(comm: "Intracomm", csr: "DistributedCSR", u: np.ndarray, v: np.ndarray,
-                       weight: np.ndarray, max_bytes: int) -> np.ndarray:
-    """Add each directed edge's weight to both of its adjacency entries (row u column v, row
-    v column u); entries no edge reaches (none: every entry comes from an edge) stay 0."""
+def _all_steps(comm: "Intracomm", edges: List[_InEdges]):
+    """(edge type's edges, slice) for every step, the same count on every rank (empty slices
+    where a rank has fewer), so each step may hold a collective."""
+    from ..mpi.exchange import allreduce_max
+    steps = [(e, at) for e in edges for at in e.steps()]
+    count = int(allreduce_max(comm, np.array([len(steps)]))[0])
+    empty = (edges[0], slice(0, 0))
+    return steps + [empty] * (count - len(steps))
+
+
+def _symmetric_weights(comm: "Intracomm", csr: "DistributedCSR", edges: List[_InEdges],
+                       layers: "List[Tuple[np.ndarray, int]]", share: np.ndarray, max_bytes: int) -> np.ndarray:
+    """Each directed edge's weight, 1 + FETCH_SCALE x its samples x its source's share, added
+    to both of its adjacency entries (row u column v, row v column u). Collective."""
     vtxdist = csr.vtxdist
     lo, hi = int(vtxdist[comm.Get_rank()]), int(vtxdist[comm.Get_rank() + 1])
     n = int(vtxdist[-1])
-    loop = u == v
-    rows = np.concatenate([u[~loop], v[~loop]])
-    cols = np.concatenate([v[~loop], u[~loop]])
-    w = np.concatenate([weight[~loop], weight[~loop]])
-    (r, c, w), _ = exchange(comm, np.searchsorted(vtxdist, rows, side="right") - 1, [rows, cols, w], max_bytes)
-    del rows, cols
     xadj = np.asarray(csr.xadj, dtype=np.int64)
     keys = np.repeat(np.arange(lo, hi, dtype=np.int64), np.diff(xadj)) * n + np.asarray(csr.adjncy, dtype=np.int64)
-    at = np.searchsorted(keys, r * n + c)
-    return _int_bincount(at, w, len(keys))
+    weights = np.zeros(len(keys), dtype=np.int64)
+    for e, at in _all_steps(comm, edges):
+        u, v = e.src[at], e.dst[at].astype(np.int64) + lo
+        w = 1 + np.floor(FETCH_SCALE * _sampled(e, at, layers) * lookup(comm, u, vtxdist, share, max_bytes)
+                         / float(1 << FIXED_BITS)).astype(np.int64)
+        loop = u == v
+        rows = np.concatenate([u[~loop], v[~loop]])
+        (r, c, w), _ = exchange(comm, np.searchsorted(vtxdist, rows, side="right") - 1,
+                                [rows, np.concatenate([v[~loop], u[~loop]]), np.concatenate([w[~loop], w[~loop]])],
+                                max_bytes)
+        wanted = r * n + c
+        order = np.argsort(wanted)   # sorted queries walk `keys` in order: far fewer cache misses
+        np.add.at(weights, np.searchsorted(keys, wanted[order]), w[order])
+    return weights
