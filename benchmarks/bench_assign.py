@@ -118,9 +118,10 @@ def load_graph(name: str, folder: Path) -> Graph:
 
 def constraint_options(cset: str, g: Graph) -> List[str]:
     """`distpart assign` options of a constraint set."""
-    opts: List[str] = []
-    if cset != "C0":
-        opts.append("--balance-ntypes")
+    opts: List[str] = []   # every set spelled out: distpart's default balances types and edges
+    opts.append("--no-balance-ntypes" if cset == "C0" else "--balance-ntypes")
+    if cset not in ("C3", "C3s"):
+        opts.append("--no-balance-edges")
     if cset in ("C2", "C3"):
         opts += ["--balance-feature", g.specs["train"]]
     if cset in ("C2s", "C3s"):

@@ -211,11 +211,15 @@ def method_options(sp: argparse.ArgumentParser) -> None:
                          "found so far (V-cycles; each costs about the first pass's time and lowers the cut a "
                          "little). Default: 1 on mesh-like graphs (no hubs), 0 otherwise")
     sp.add_argument("--seed", type=int, default=0)
-    sp.add_argument("--balance-ntypes", action="store_true", help="balance every node type (multilevel, parmetis; kaminpar refuses more than one constraint)")
-    sp.add_argument("--balance-edges", nargs="?", const=True, default=False, type=imbalance_factor, metavar="FACTOR",
+    sp.add_argument("--balance-ntypes", action=argparse.BooleanOptionalAction, default=None,
+                    help="balance every node type (default for multilevel and parmetis, as DGL's pipeline "
+                         "does; kaminpar refuses more than one constraint)")
+    sp.add_argument("--balance-edges", nargs="?", const=True, default=None, type=imbalance_factor, metavar="FACTOR",
                     help="balance edges, as in-degree, per node type with --balance-ntypes (multilevel, parmetis; "
-                         "kaminpar: alone only); with FACTOR, the edges' own cap (max/average), e.g. 1.5, "
-                         "instead of --imbalance's")
+                         "kaminpar: alone only) at --imbalance, or with FACTOR at their own cap (max/average). "
+                         "Default for multilevel and parmetis: 1.5")
+    sp.add_argument("--no-balance-edges", dest="balance_edges", action="store_false",
+                    help="do not balance edges (node types, masks and --imbalance stay)")
     sp.add_argument("--balance-feature", action="append", default=[], metavar="NTYPE/FEAT",
                     help="multilevel, parmetis: also balance this 0/1 node feature (e.g. paper/train_mask); repeatable")
     sp.add_argument("--imbalance", type=imbalance_factor, default=1.05, help="allowed load imbalance per constraint, max/average (parmetis ubvec, kaminpar epsilon + 1)")

@@ -201,6 +201,10 @@ def run_command(comm: Intracomm, args: argparse.Namespace, log) -> None:
     from .chunked.validate import validate
     from .assign.options import check_num_parts
 
+    if hasattr(args, "method"):   # Step 1's defaults, filled in once: the resume record holds them
+        from .assign.options import default_balance
+        args.balance_ntypes, args.balance_edges = default_balance(args.method, args.balance_ntypes,
+                                                                  args.balance_edges)
     if not 1 <= args.max_message_mb <= 2047:
         raise InputError(None, f"--max-message-mb must be between 1 and 2047 (MPI counts are 32-bit), "
                                f"got {args.max_message_mb}")

@@ -8,6 +8,24 @@ from typing import Optional, Tuple
 
 from ..errors import InputError
 
+# The in-degree columns' cap when no --balance-edges FACTOR is given: loose enough to cost no
+# fetched rows, tight enough that no machine holds most of a power-law graph's edges
+# (benchmarks/sampling_sim.py and bench_training.py measured it).
+DEFAULT_EDGE_IMBALANCE = 1.5
+# Methods whose default balances node types and edges as well as DGL's pipeline does (KaMinPar
+# balances one weight; random balances every type by construction).
+_BALANCED_BY_DEFAULT = ("multilevel", "parmetis")
+
+
+def default_balance(method: str, ntypes: "Optional[bool]", edges: "Optional[bool | float]") -> "tuple[bool, bool | float]":
+    """(--balance-ntypes, --balance-edges) with what the user left unsaid filled in: every
+    node type and the edges at DEFAULT_EDGE_IMBALANCE for the methods that can, else off.
+    `edges`: False (off), True (at --imbalance) or a factor."""
+    default = method in _BALANCED_BY_DEFAULT
+    return (default if ntypes is None else ntypes,
+            (DEFAULT_EDGE_IMBALANCE if default else False) if edges is None else edges)
+
+
 # Past this no balance is left to ask for (every block may hold everything well before it).
 MAX_IMBALANCE = 1000.0
 
