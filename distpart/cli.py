@@ -217,7 +217,7 @@ def method_options(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--balance-edges", nargs="?", const=True, default=None, type=imbalance_factor, metavar="FACTOR",
                     help="balance edges, as in-degree, per node type with --balance-ntypes (multilevel, parmetis; "
                          "kaminpar: alone only) at --imbalance, or with FACTOR at their own cap (max/average). "
-                         "Default for multilevel and parmetis: 1.5")
+                         "Default for multilevel: 1.5")
     sp.add_argument("--no-balance-edges", dest="balance_edges", action="store_false",
                     help="do not balance edges (node types, masks and --imbalance stay)")
     sp.add_argument("--balance-feature", action="append", default=[], metavar="NTYPE/FEAT",

@@ -26,7 +26,10 @@ def test_binding_on_grid_graphs(nranks):
 def test_pipeline_parmetis(nranks, factor, example_dir, tmp_path):
     parts = nranks * factor
     out = tmp_path / "out"
-    run = distpart(nranks, "pipeline", example_dir, out, "--num-parts", parts, "--method", "parmetis")
+    # Node balance alone: ParMETIS with the default per-type constraints leaves a partition
+    # nearly empty on a graph this small (docs/03-step1.md, Balance options).
+    run = distpart(nranks, "pipeline", example_dir, out, "--num-parts", parts, "--method", "parmetis",
+                   "--no-balance-ntypes")
     assert "verify: OK" in run.stdout and "edge cut:" in run.stdout
     check_output(example_dir, out / "assignment", out)
     meta = json.loads((out / "assignment" / "partition_meta.json").read_text())
@@ -58,7 +61,7 @@ def test_balance_ntypes_evens_out_types(tmp_path):
          EdgeTypeSpec("author:writes:paper", 300, fmt="numpy")],
         community=4, seed=3).parent
     reports = {}
-    for label, extra in (("plain", []), ("balanced", ["--balance-ntypes"])):
+    for label, extra in (("plain", ["--no-balance-ntypes", "--no-balance-edges"]), ("balanced", ["--balance-ntypes"])):
         out = tmp_path / label
         distpart(2, "pipeline", in_dir, out, "--num-parts", 4, *extra)
         reports[label] = json.loads((out / "report.json").read_text())["imbalance"]
@@ -70,7 +73,7 @@ def test_balance_ntypes_evens_out_types(tmp_path):
 
 def test_balance_edges_and_feature(example_dir, tmp_path):
     out = tmp_path / "out"
-    run = distpart(2, "pipeline", example_dir, out, "--num-parts", 4, "--balance-edges",
+    run = distpart(2, "pipeline", example_dir, out, "--num-parts", 4, "--no-balance-ntypes", "--balance-edges",
                    "--balance-feature", "paper/train_mask", "--imbalance", "1.05")
     rep = json.loads((out / "report.json").read_text())
     assert rep["imbalance"]["edges"] <= 1.07 and rep["imbalance"]["feature:paper/train_mask"] <= 1.07, rep
@@ -118,7 +121,7 @@ def test_hubs_first_cuts_less_on_a_power_law_graph(nranks, tmp_path):
     for order in ("degree", "input"):
         out = tmp_path / order
         distpart(nranks, "assign", meta.parent, out, "--num-parts", 4, "--method", "parmetis",
-                     "--vertex-order", order)
+                 "--vertex-order", order, "--no-balance-ntypes")
         part = np.concatenate([np.loadtxt(out / f"{t}.txt", dtype=np.int64) for t in ("user", "item")])
         assert part.min() >= 0 and part.max() < 4
         assert np.bincount(part, minlength=4).max() <= 1.06 * len(part) / 4

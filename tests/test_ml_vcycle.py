@@ -103,7 +103,13 @@ def test_balance_edges_factor_on_the_command_line() -> None:
     from distpart.assign.balance import BalanceOptions
     from distpart.cli import _parser
     parse = _parser().parse_args
-    assert parse(["assign", "i", "o", "--num-parts", "2"]).balance_edges is False
+    assert parse(["assign", "i", "o", "--num-parts", "2"]).balance_edges is None      # the method's default
+    assert parse(["assign", "i", "o", "--num-parts", "2", "--no-balance-edges"]).balance_edges is False
+    from distpart.assign.options import default_balance
+    assert default_balance("multilevel", None, None) == (True, 1.5)
+    assert default_balance("parmetis", None, None) == (True, False)
+    assert default_balance("kaminpar", None, None) == (False, False)
+    assert default_balance("multilevel", False, True) == (False, True)
     assert parse(["assign", "i", "o", "--num-parts", "2", "--balance-edges"]).balance_edges is True
     assert parse(["assign", "i", "o", "--num-parts", "2", "--balance-edges", "1.5"]).balance_edges == 1.5
     names = ["ntype:a", "edges:a", "feature:a/m"]

@@ -12,18 +12,16 @@ from ..errors import InputError
 # fetched rows, tight enough that no machine holds most of a power-law graph's edges
 # (benchmarks/sampling_sim.py and bench_training.py measured it).
 DEFAULT_EDGE_IMBALANCE = 1.5
-# Methods whose default balances node types and edges as well as DGL's pipeline does (KaMinPar
-# balances one weight; random balances every type by construction).
-_BALANCED_BY_DEFAULT = ("multilevel", "parmetis")
-
-
 def default_balance(method: str, ntypes: "Optional[bool]", edges: "Optional[bool | float]") -> "tuple[bool, bool | float]":
-    """(--balance-ntypes, --balance-edges) with what the user left unsaid filled in: every
-    node type and the edges at DEFAULT_EDGE_IMBALANCE for the methods that can, else off.
-    `edges`: False (off), True (at --imbalance) or a factor."""
-    default = method in _BALANCED_BY_DEFAULT
-    return (default if ntypes is None else ntypes,
-            (DEFAULT_EDGE_IMBALANCE if default else False) if edges is None else edges)
+    """(--balance-ntypes, --balance-edges) with what the user left unsaid filled in. Node
+    types for multilevel and parmetis, as DGL's pipeline balances them (KaMinPar balances one
+    weight; random spreads every type by construction); the edges at DEFAULT_EDGE_IMBALANCE
+    for multilevel only (ParMETIS meets several constraints poorly on small graphs: a
+    partition of 2 nodes on the example graph). `edges`: False (off), True (at --imbalance)
+    or a factor."""
+    types_default = method in ("multilevel", "parmetis")
+    return (types_default if ntypes is None else ntypes,
+            (DEFAULT_EDGE_IMBALANCE if method == "multilevel" else False) if edges is None else edges)
 
 
 # Past this no balance is left to ask for (every block may hold everything well before it).
