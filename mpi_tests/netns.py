@@ -34,6 +34,10 @@ kills what a test left running on the hosts after it):
         with netns_cluster(tmp_path_factory.mktemp("netns"), 2, side_network=True) as c:
             yield c
 
+`netns_cluster(tmp, n, sshd=False)` builds the same hosts without ssh (no keys, no daemons):
+for jobs started on each host directly, such as DGL's servers and trainers
+(`dgl_job.py`, benchmarks/bench_training.py), which need only the network.
+
 Teardown, also when the test fails: every sshd is killed, then every process still inside a
 namespace (a stray orted or rank), every link created is deleted, then every namespace.
 Building skips the test, saying why, only where namespaces cannot be made (not root, no `ip`,
@@ -72,14 +76,14 @@ def _ip(*args: str, check: bool = True, timeout: float = 30) -> subprocess.Compl
 
 # ---------------------------------------------------------------- availability and leftovers
 
-def skip_reason() -> Optional[str]:
-    """Why namespaces cannot be built here, or None."""
+def skip_reason(sshd: bool = True) -> Optional[str]:
+    """Why namespaces (with sshd on each host, unless sshd=False) cannot be built here, or None."""
     if os.geteuid() != 0:
         return "network namespaces need root"
-    for tool in ("ip", "unshare", "ssh", "ssh-keygen"):
+    for tool in ("ip", "unshare", *(("ssh", "ssh-keygen") if sshd else ())):
         if shutil.which(tool) is None:
             return f"{tool} is not installed (scripts/setup-test.sh installs iproute2 and openssh)"
-    if not os.access(SSHD, os.X_OK):
+    if sshd and not os.access(SSHD, os.X_OK):
         return f"{SSHD} is missing (scripts/setup-test.sh installs openssh-server)"
     probe = f"{PREFIX}{os.getpid()}probe"
     made = _ip("netns", "add", probe, check=False)
@@ -288,9 +292,10 @@ def _stop(proc: Optional[subprocess.Popen]) -> None:
 
 
 @contextmanager
-def netns_cluster(tmp: Path, n: int = 2, side_network: bool = False) -> Iterator[NetnsCluster]:
-    """n hosts with sshd (see the module docstring); everything created is removed on exit."""
-    reason = skip_reason()
+def netns_cluster(tmp: Path, n: int = 2, side_network: bool = False, sshd: bool = True) -> Iterator[NetnsCluster]:
+    """n hosts, with sshd unless sshd=False (see the module docstring); everything created is
+    removed on exit."""
+    reason = skip_reason(sshd)
     if reason:
         pytest.skip(reason)
     clean_leftovers()
@@ -336,16 +341,17 @@ def netns_cluster(tmp: Path, n: int = 2, side_network: bool = False) -> Iterator
                         # connect hangs instead of failing fast with "no route to host".
                         _ip("-n", h.netns, "neigh", "add", other.side_address, "lladdr",
                             f"02:00:00:00:00:{other.index + 1:02x}", "dev", "eth1", "nud", "permanent")
-        _ssh_files(d, hosts)
-        Path("/run/sshd").mkdir(mode=0o755, parents=True, exist_ok=True)  # sshd's privsep dir
-        for h in hosts:
-            with open(h.sshd_log, "w") as log:
-                h.sshd = subprocess.Popen(h.command([SSHD, "-D", "-e", "-f", d / f"{h.name}_sshd_config"]),
-                                          stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                          start_new_session=True)
-        _wait_for_sshd(cluster, time.time() + 30)
         cluster.env = mpi_env()
-        cluster.env["OMPI_MCA_plm_rsh_agent"] = f"ssh -F {cluster.ssh_config}"
+        if sshd:
+            _ssh_files(d, hosts)
+            Path("/run/sshd").mkdir(mode=0o755, parents=True, exist_ok=True)  # sshd's privsep dir
+            for h in hosts:
+                with open(h.sshd_log, "w") as log:
+                    h.sshd = subprocess.Popen(h.command([SSHD, "-D", "-e", "-f", d / f"{h.name}_sshd_config"]),
+                                              stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                              start_new_session=True)
+            _wait_for_sshd(cluster, time.time() + 30)
+            cluster.env["OMPI_MCA_plm_rsh_agent"] = f"ssh -F {cluster.ssh_config}"
         # The tests run up to 4 ranks on this machine's 2 cores while the hostfile claims a slot
         # per rank, so Open MPI does not know it is oversubscribed and busy-polls: idle ranks
         # starve working ones (verify of the example: 4.1 s -> 0.7 s with yielding).

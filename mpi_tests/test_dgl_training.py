@@ -23,10 +23,6 @@ machine has a timeout, and so has the whole job.
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import time
 from pathlib import Path
 from typing import Dict, List
 
@@ -35,8 +31,8 @@ import pytest
 
 from distpart import load_orig_ids
 from conftest import dgl_env, distpart_dgl
+from dgl_job import DRIVERS, run_machines, write_ip_config, write_job
 
-DRIVERS = Path(__file__).parent / "drivers"
 NUM_NODES, NUM_EDGES, FEAT_DIM, CLASSES, TRAIN = 400, 2400, 16, 4, 240
 JOB_TIMEOUT = 240
 SERVER_PORT, MASTER_PORT = 30050, 29500   # free: the machines are network namespaces of their own
@@ -98,47 +94,21 @@ def machines(netns_pair):
 
 
 def _run_job(cluster, dgl_python: str, config: Path, checks: Path, work: Path, graphbolt: bool) -> List[dict]:
-    """Start every machine's server and trainer; wait for all; return the trainers' reports."""
+    """Start every machine's server and trainer (dgl_job.py); wait for all; return the trainers' reports."""
     work.mkdir()
-    ip_config = work / "ip_config.txt"
-    ip_config.write_text("".join(f"{h.address} {SERVER_PORT}\n" for h in cluster.hosts))
+    ip_config = write_ip_config(cluster, work, SERVER_PORT)
     report = work / "report.json"
-    job = {"python": dgl_python, "script": str(DRIVERS / "dgl_train.py"),
-           "script_args": ["--ip-config", str(ip_config), "--graph-name", "trainee", "--checks", str(checks),
-                           "--report", str(report), *(["--graphbolt"] if graphbolt else [])],
-           "ip_config": str(ip_config), "part_config": str(config), "num_machines": len(cluster.hosts),
-           "num_servers": 1, "num_trainers": 1, "num_samplers": 0, "graph_format": "csc",
-           "master_addr": cluster.hosts[0].address, "master_port": MASTER_PORT,
-           # As `launch.py --extra_envs`: gloo must use the machines' network, not the hostname.
-           "extra_env": {"GLOO_SOCKET_IFNAME": cluster.iface, "PYTHONPATH": dgl_env()["PYTHONPATH"]},
-           "timeout": JOB_TIMEOUT - 20}
-    (work / "job.json").write_text(json.dumps(job))
-    procs, logs = [], []
-    try:
-        for h in cluster.hosts:
-            log = open(work / f"machine{h.index}.log", "w")
-            logs.append(log)
-            argv = h.command(["unshare", "--mount", "--propagation", "private", dgl_python,
-                              DRIVERS / "dgl_machine.py", "--machine", h.index, "--job", work / "job.json"])
-            procs.append(subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                          env=dgl_env(), start_new_session=True))
-        deadline = time.time() + JOB_TIMEOUT
-        while time.time() < deadline and any(p.poll() is None for p in procs):
-            time.sleep(0.5)
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGKILL)
-            p.wait(timeout=30)
-        cluster.kill_jobs()   # whatever a machine driver left behind
-        for log in logs:
-            log.close()
+    job = write_job(cluster, work, python=dgl_python, script=str(DRIVERS / "dgl_train.py"),
+                    script_args=["--ip-config", ip_config, "--graph-name", "trainee", "--checks", checks,
+                                 "--report", report, *(["--graphbolt"] if graphbolt else [])],
+                    ip_config=ip_config, part_config=config, master_port=MASTER_PORT, timeout=JOB_TIMEOUT - 20,
+                    extra_env={"PYTHONPATH": dgl_env()["PYTHONPATH"]})
+    outcome = run_machines(cluster, dgl_python, job, work, JOB_TIMEOUT, dgl_env())
     reports = [json.loads(path.read_text()) for path in sorted(work.glob("report.json.*"))]
     # A trainer's own error first (the launcher's traceback around it says little).
     output = "\n".join([r["error"] for r in reports if not r["ok"]] + [
-        f"--- machine {i}\n" + (work / f"machine{i}.log").read_text(errors="replace")[-6000:]
-        for i in range(len(procs))])
-    assert all(p.returncode == 0 for p in procs), f"exit codes {[p.returncode for p in procs]}\n{output}"
+        f"--- machine {i}\n" + outcome.log_tail(i) for i in range(len(outcome.logs))])
+    assert all(code == 0 for code in outcome.returncodes), f"exit codes {outcome.returncodes}\n{output}"
     assert len(reports) == len(cluster.hosts) and all(r["ok"] for r in reports), output
     return reports
 

@@ -12,7 +12,8 @@ namespace of its own (own address, like a real machine) and a mount namespace wi
 names that do not say which partition, so two machines must not share one /dev/shm.
 
 JOB.json: python, script, script_args, ip_config, part_config, num_machines, num_servers,
-num_trainers, num_samplers, graph_format, master_addr, master_port, extra_env, timeout.
+num_trainers, num_samplers, graph_format, master_addr, master_port, extra_env, timeout, and
+optionally shm_size (the private /dev/shm's tmpfs size, default 2g).
 Exit status: the trainer's, or 1 if any process failed or the timeout passed (then every
 process this driver started is killed).
 """
@@ -28,9 +29,9 @@ import time
 from typing import Dict, List
 
 
-def _private_shm() -> None:
+def _private_shm(size: str) -> None:
     """A fresh /dev/shm for this machine (the driver runs in its own mount namespace)."""
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2g,mode=1777", "tmpfs", "/dev/shm"], check=True,
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=1777", "tmpfs", "/dev/shm"], check=True,
                    timeout=30)
 
 
@@ -77,7 +78,7 @@ def main(argv: List[str]) -> int:
     args = p.parse_args(argv)
     with open(args.job) as f:
         job = json.load(f)
-    _private_shm()
+    _private_shm(job.get("shm_size", "2g"))
     udf = [job["python"], job["script"], *job["script_args"]]
     procs: List[subprocess.Popen] = []
     try:
