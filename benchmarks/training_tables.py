@@ -1,7 +1,7 @@
 """The training benchmark's tables from `bench_training.py`'s JSON: the console table it prints
 and `benchmarks/results/training_tables.md`, which the docs link to.
 
-    python benchmarks/training_tables.py benchmarks/results/training.json \
+    python benchmarks/training_tables.py benchmarks/results/training.json benchmarks/results/training_rmat_2m.json \
         --out benchmarks/results/training_tables.md
 
 One row per (graph, method row): remote feature rows per epoch (summed over trainers, the mean
