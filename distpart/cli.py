@@ -301,9 +301,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         # The user's or the scheduler's choice: one line, 128 + the signal, the lock released
         # (folder_locks), nothing published that was not complete.
         stop = e if isinstance(e, Stopped) else Stopped(signal.SIGINT)
+        message = f"distpart {args.command}: {stopped_message(stop, args)}"
+        # Every rank says it: the launcher may end rank 0 before it speaks when another rank
+        # took the signal first.
+        print(message if rank == 0 else f"{rank_tag(rank, size, host)} {message}", file=sys.stderr, flush=True)
         if rank == 0:
-            message = f"distpart {args.command}: {stopped_message(stop, args)}"
-            print(message, file=sys.stderr, flush=True)
             progress.say(message, to_stream=False)
         return leave_stopped(stop.exit_code, size)
     except BaseException as e:  # a bug: say why where the user will see it, then stop every rank

@@ -206,7 +206,9 @@ def test_dispatch_resume_keeps_complete_partitions(example_dir, tmp_path):
 def stop_at(point: str, nranks: int, argv, signum: int, timeout: float = 120) -> "subprocess.CompletedProcess":
     """Run distpart until rank 0 pauses at `point`, then send `signum` to every rank (as
     Ctrl-C in a terminal or a scheduler's cancel does) and let rank 0 go on to take it."""
-    env = dict(mpi_env(), DISTPART_PAUSE_AT=point)
+    # As Open MPI's default (1 s), not the suite's 0: a rank that stops first must not have
+    # mpiexec SIGKILL rank 0 before it has unwound (released the lock, said why).
+    env = dict(mpi_env(), DISTPART_PAUSE_AT=point, OMPI_MCA_odls_base_sigkill_timeout="2")
     proc = subprocess.Popen(mpi_command(nranks, argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, env=env, start_new_session=True)
     lines = []
