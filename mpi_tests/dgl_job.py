@@ -17,14 +17,14 @@ process.
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
 import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
+
+from drivers.dgl_machine import kill_groups
 
 DRIVERS = Path(__file__).resolve().parent / "drivers"
 
@@ -121,17 +121,7 @@ def run_machines(cluster, python: str, job: Path, work: Path, timeout: float, en
                 break
             time.sleep(0.5)
     finally:
-        for p in procs:
-            if p.poll() is None:
-                try:
-                    os.killpg(p.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-        for p in procs:
-            try:
-                p.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                pass
+        kill_groups(procs, wait=30)
         cluster.kill_jobs()   # whatever a machine driver left behind (servers, torch's workers)
         for f in files:
             f.close()

@@ -57,7 +57,8 @@ def _start(argv: List[str], env: Dict[str, str], tag: str) -> subprocess.Popen:
     return subprocess.Popen(argv, env=full, start_new_session=True)
 
 
-def _kill(procs: List[subprocess.Popen]) -> None:
+def kill_groups(procs: List[subprocess.Popen], wait: float = 10) -> None:
+    """SIGKILL the process group of every process still running, then reap each (bounded)."""
     for proc in procs:
         if proc.poll() is None:
             try:
@@ -66,7 +67,7 @@ def _kill(procs: List[subprocess.Popen]) -> None:
                 pass
     for proc in procs:
         try:
-            proc.wait(timeout=10)
+            proc.wait(timeout=wait)
         except subprocess.TimeoutExpired:
             pass
 
@@ -104,7 +105,7 @@ def main(argv: List[str]) -> int:
         print(f"machine {args.machine}: timed out after {job['timeout']} s", flush=True)
         return 1
     finally:
-        _kill(procs)
+        kill_groups(procs)
 
 
 if __name__ == "__main__":
