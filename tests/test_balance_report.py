@@ -109,3 +109,16 @@ def test_a_type_missing_from_a_partition_is_named_with_dgls_consequence():
         "to start on this output ('Failed to map shared memory')"]
     assert empty_type_warnings(nodes, edges, featured=["b"]) == []    # 'c' is empty everywhere: nothing to place
     assert len(empty_type_warnings(nodes, edges)) == 2 and "if it has a feature" in empty_type_warnings(nodes, edges)[0]
+
+
+def test_the_report_warns_only_for_types_that_carry_a_feature():
+    """summarize takes the featured types from the partitions' feature files: a featureless
+    type missing from a partition cannot stop DGL's servers, and is not named."""
+    def part(p, a, b, featured):
+        return {"partition": p, "nodes": a + b, "nodes_per_type": {"a": a, "b": b}, "edges": 5,
+                "edges_per_type": {"a:r:b": 5}, "halo_nodes": 0, "cut_edges": 0, "featured_types": featured}
+    rep = summarize([part(0, 3, 2, ["a"]), part(1, 3, 0, ["a"])], ["a", "b"], [])
+    assert "warnings" not in rep
+    rep = summarize([part(0, 3, 2, ["b"]), part(1, 3, 0, ["b"])], ["a", "b"], [])
+    assert rep["warnings"] == ["partition 1 has no node of type 'b' (2 in all): it has a feature, so DGL's "
+                               "servers fail to start on this output ('Failed to map shared memory')"]

@@ -138,8 +138,12 @@ def _part_stats(out_dir: Path, config: dict, p: int, ntypes: List[str], features
     stats = {"partition": p, "nodes": inner, "nodes_per_type": per_type, "edges": int(len(g.src)),
              "edges_per_type": per_etype,
              "halo_nodes": int(g.num_nodes - inner), "cut_edges": int((g.src >= inner).sum())}
+    # Which types carry a feature (every partition stores each one, with zero rows if need be):
+    # a type with none cannot stop DGL's servers however it is spread (dglstart).
+    feats = read_tensor_dict(out_dir / files["node_feats"], mmap=True)
+    edge_feats = read_tensor_dict(out_dir / files["edge_feats"], mmap=True)
+    stats["featured_types"] = sorted({key.rsplit("/", 1)[0] for key in [*feats, *edge_feats]})
     if features or train_masks:
-        feats = read_tensor_dict(out_dir / files["node_feats"], mmap=True)
         for spec in dict.fromkeys([*features, *train_masks]):
             if spec not in feats:
                 raise OutputError(out_dir / files["node_feats"], f"has no feature '{spec}' to report on")
@@ -168,8 +172,11 @@ def summarize(parts: List[dict], ntypes: List[str], features: Sequence[str],
         constraints.setdefault(f"feature:{spec}", imbalance(train[spec]["per_partition"]))
     rep = {"num_parts": len(parts), **costs,
            "imbalance": {k: round(v, 4) for k, v in constraints.items()}}
+    featured = ({t for s in parts for t in s["featured_types"]} if all("featured_types" in s for s in parts)
+                else None)
     warnings = empty_type_warnings({t: [s["nodes_per_type"][t] for s in parts] for t in ntypes},
-                                   {e: [s["edges_per_type"][e] for s in parts] for e in parts[0].get("edges_per_type", {})})
+                                   {e: [s["edges_per_type"][e] for s in parts] for e in parts[0].get("edges_per_type", {})},
+                                   None if featured is None else sorted(featured))
     if warnings:
         rep["warnings"] = warnings
     if train:
