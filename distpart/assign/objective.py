@@ -36,7 +36,6 @@ import numpy as np
 from ..chunked.blocks import edge_pieces
 from ..chunked.readers import FeatureSource
 from ..errors import InputError
-from .options import parse_fanouts  # noqa: F401  (re-exported: the objective's own option)
 from ..mpi.collective import agreed
 from ..mpi.exchange import DEFAULT_MAX_BYTES, allreduce_sum, exchange, lookup
 
