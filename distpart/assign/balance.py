@@ -103,16 +103,22 @@ def vertex_weights(meta: GraphMeta, opts: BalanceOptions, offsets: np.ndarray, l
         columns.append(np.asarray(in_degree, dtype=np.int64))
         names.append("edges")
     for spec in opts.features:
-        ntype, _, feat = spec.partition("/")
-        t = meta.ntype_id(ntype)
-        a, b = max(lo, int(offsets[t])), min(hi, int(offsets[t + 1]))
-        col = np.zeros(n, dtype=np.int64)
-        if a < b:
-            files = meta.node_features(ntype)[feat]
-            values = FeatureSource(files).read(a - int(offsets[t]), b - int(offsets[t])).reshape(-1)
-            if not np.isin(values, (0, 1)).all():
-                raise InputError(files.where, f"--balance-feature {spec}: values must be 0 or 1")
-            col[a - lo:b - lo] = values.astype(np.int64)
-        columns.append(col)
+        columns.append(mask_column(meta, spec, offsets, lo, hi, "--balance-feature"))
         names.append(f"feature:{spec}")
     return np.stack(columns, axis=1), names
+
+
+def mask_column(meta: GraphMeta, spec: str, offsets: np.ndarray, lo: int, hi: int, option: str) -> np.ndarray:
+    """The 0/1 node feature `spec` ("NTYPE/FEAT") for homogeneous vertices [lo, hi) (int64,
+    0 for vertices of other types); InputError naming `option` if a value is not 0 or 1."""
+    ntype, _, feat = spec.partition("/")
+    t = meta.ntype_id(ntype)
+    a, b = max(lo, int(offsets[t])), min(hi, int(offsets[t + 1]))
+    col = np.zeros(hi - lo, dtype=np.int64)
+    if a < b:
+        files = meta.node_features(ntype)[feat]
+        values = FeatureSource(files).read(a - int(offsets[t]), b - int(offsets[t])).reshape(-1)
+        if not np.isin(values, (0, 1)).all():
+            raise InputError(files.where, f"{option} {spec}: values must be 0 or 1")
+        col[a - lo:b - lo] = values.astype(np.int64)
+    return col

@@ -34,10 +34,10 @@ from typing import TYPE_CHECKING, List, Sequence, Tuple
 import numpy as np
 
 from ..chunked.blocks import edge_pieces
-from ..chunked.readers import FeatureSource
 from ..errors import InputError
 from ..mpi.collective import agreed
 from ..mpi.exchange import DEFAULT_MAX_BYTES, allreduce_sum, exchange, lookup
+from .balance import mask_column
 
 if TYPE_CHECKING:
     from mpi4py.MPI import Intracomm
@@ -85,15 +85,7 @@ def _train_seeds(meta: "GraphMeta", masks: Sequence[str], offsets: np.ndarray, l
     """1 for each of vertices [lo, hi) that a training mask marks, else 0 (int64)."""
     seeds = np.zeros(hi - lo, dtype=np.int64)
     for spec in masks:
-        ntype, _, feat = spec.partition("/")
-        t = meta.ntype_id(ntype)
-        a, b = max(lo, int(offsets[t])), min(hi, int(offsets[t + 1]))
-        if a < b:
-            files = meta.node_features(ntype)[feat]
-            values = FeatureSource(files).read(a - int(offsets[t]), b - int(offsets[t])).reshape(-1)
-            if not np.isin(values, (0, 1)).all():
-                raise InputError(files.where, f"--train-mask {spec}: values must be 0 or 1")
-            seeds[a - lo:b - lo] |= values.astype(np.int64)
+        seeds |= mask_column(meta, spec, offsets, lo, hi, "--train-mask")
     return seeds
 
 
