@@ -9,6 +9,9 @@ Graph names: `KIND-SIZE` with KIND rmat, community or mesh and SIZE a node count
 * `community-N`: Chung-Lu power-law degrees with 100 planted communities, 15% of the edges
   mixed across them (synthetic.graph_models.chung_lu). Type b: the communities c with
   c mod 3 = 2.
+* `smalltype-N`: the community graph with one community as type b (about 1% of the nodes):
+  a small node type that follows the structure, which a nodes-only balance leaves out of
+  every partition but one (DGL's servers then fail to start).
 * `mesh-N`: the 2-D torus (synthetic.mesh_graph's model). Type b: the third of the nodes
   nearest a random node (a breadth-first ball, a diamond of the grid).
 * `debian`: the package dependency graph of the Debian (or Ubuntu) release this machine's
@@ -75,9 +78,9 @@ def _parse(name: str) -> Tuple[str, int]:
     """(kind, nodes) of a graph name; ValueError for an unknown one."""
     if name == "debian":
         return name, 0
-    m = re.fullmatch(r"(rmat|community|mesh)-(\d+)([km]?)", name)
+    m = re.fullmatch(r"(rmat|community|smalltype|mesh)-(\d+)([km]?)", name)
     if not m:
-        raise ValueError(f"unknown graph {name!r}: rmat-N, community-N, mesh-N (N like 200k, 2m) or debian")
+        raise ValueError(f"unknown graph {name!r}: rmat-N, community-N, smalltype-N, mesh-N (N like 200k, 2m) or debian")
     return m.group(1), int(m.group(2)) * {"": 1, "k": 1000, "m": 1_000_000}[m.group(3)]
 
 
@@ -91,8 +94,8 @@ def build(name: str, work: Path) -> Path:
     print(f"building graph {name} in {folder}", flush=True)
     if kind == "rmat":
         num_nodes, edges, masks, info = _rmat(n, work / "graphs" / f".{name}-raw")
-    elif kind == "community":
-        num_nodes, edges, masks, info = _community(n)
+    elif kind in ("community", "smalltype"):
+        num_nodes, edges, masks, info = _community(n, small_type=kind == "smalltype")
     elif kind == "mesh":
         num_nodes, edges, masks, info = _mesh(n)
     else:
@@ -214,10 +217,10 @@ def _rmat(n: int, raw: Path):
     return num_nodes, ref["edges"], masks, info
 
 
-def _community(n: int):
+def _community(n: int, small_type: bool = False):
     src, dst = _generated(chung_lu(COMMUNITIES, MIXING), n, 10 * n, SEED)
     community = chung_lu_communities(n, COMMUNITIES, "_N", SEED)
-    is_b = community % 3 == 2
+    is_b = community == 2 if small_type else community % 3 == 2
     num_nodes, edges, local = split_types(src, dst, is_b)
     del src, dst
     a_nodes = np.flatnonzero(~is_b)
@@ -226,7 +229,7 @@ def _community(n: int):
     masks = (mask_of(na, order[:round(TRAIN_SHARE * na)]), mask_of(na, order[:round(SPARSE_SHARE * na)]))
     info = {"source": f"synthetic.graph_models.chung_lu({COMMUNITIES} communities, mixing {MIXING}), "
                       f"{n} nodes, {10 * n} edges, seed {SEED}",
-            "types": "b: communities c with c mod 3 = 2",
+            "types": "b: community 2" if small_type else "b: communities c with c mod 3 = 2",
             "masks": "type-a nodes of communities 0, 1, 3, 4, ... in order (whole communities, then part of the next)"}
     return num_nodes, edges, masks, info
 

@@ -16,7 +16,8 @@ Graphs (bench_graphs.py, built once in --work-dir; a 64-float `feat` on every no
 `label` added in a copy, training/features.py): rmat-200k, community-200k, mesh-200k, debian
 (the default, `small`), rmat-2m (opt-in). Rows: `--row '[LABEL=]METHOD [FLAGS...]'`,
 repeatable; the flags reach distpart unchanged but for `{train_mask}` (the graph's mask),
-`{fanouts}` and `{batch_size}` (the trainers'). The default rows: random, parmetis, multilevel
+`{fanouts}` and `{batch_size}` (the trainers'); METHOD `default` gives no --method (with
+`--balance=`, a row is the output of `distpart pipeline IN OUT --num-parts P`). The default rows: random, parmetis, multilevel
 (the cut objective) and `fetch=multilevel --objective fetch --train-mask {train_mask} --fanouts
 {fanouts} --batch-size {batch_size}` (the training objective). Needs root (namespaces) and
 DGL's Python (scripts/setup-dgl.sh).
@@ -66,9 +67,9 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--graphs", default="small",
                     help="comma-separated names (rmat-200k, community-200k, mesh-200k, debian, rmat-2m, any "
-                         "rmat-N/community-N/mesh-N), or small (the 200k ones and debian), large, all")
+                         "rmat-N/community-N/smalltype-N/mesh-N), or small (the 200k ones and debian), large, all")
     ap.add_argument("--row", action="append", metavar="'[LABEL=]METHOD [FLAGS...]'",
-                    help=f"a row, repeatable (default: {'; '.join(R.DEFAULT_ROWS)}); flags go to distpart unchanged "
+                    help=f"a row, repeatable (default: {'; '.join(R.DEFAULT_ROWS)}); METHOD `default`: no --method; flags go to distpart unchanged "
                          "but for {train_mask}, {sparse_train_mask}, {fanouts}, {batch_size}")
     ap.add_argument("--baseline", default=R.BASELINE, help="the label of the row ratios compare to")
     ap.add_argument("--balance", default=R.DEFAULT_BALANCE,

@@ -93,6 +93,8 @@ def test_row_specs():
     assert (named.label, named.method, named.flags) == ("fetch", "multilevel", ("--objective", "fetch"))
     assert R.parse_row("'ml 2'=multilevel --vcycles 2").label == "ml 2"
     assert "/" not in R.parse_row("a/b=random").slug
+    # `default` names no method: the row is what a user gets who gives no --method.
+    assert R.parse_row("default").argv(info) == [] and R.parse_row("default --seed 2").argv(info) == ["--seed", "2"]
     for bad in ("", "--method parmetis", "x="):
         with pytest.raises(ValueError):
             R.parse_row(bad)

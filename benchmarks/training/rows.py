@@ -30,6 +30,7 @@ DEFAULT_ROWS = ("random", "parmetis", "multilevel",
                 "--batch-size {batch_size}")
 DEFAULT_BALANCE = "--balance-ntypes --no-balance-edges --balance-feature {train_mask}"
 BASELINE = "parmetis"
+DEFAULT_METHOD = "default"
 
 
 @dataclass(frozen=True)
@@ -39,8 +40,10 @@ class RowSpec:
     flags: Tuple[str, ...]
 
     def argv(self, values: Mapping[str, object]) -> List[str]:
-        """What the row adds to `distpart pipeline` (placeholders filled in, see `fill`)."""
-        return ["--method", self.method, *fill(self.flags, values)]
+        """What the row adds to `distpart pipeline` (placeholders filled in, see `fill`); method
+        `default` names none, so the row is what a user gets who gives no --method."""
+        method = [] if self.method == DEFAULT_METHOD else ["--method", self.method]
+        return [*method, *fill(self.flags, values)]
 
     @property
     def slug(self) -> str:
