@@ -223,11 +223,12 @@ def method_options(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--balance-feature", action="append", default=[], metavar="NTYPE/FEAT",
                     help="multilevel, parmetis: also balance this 0/1 node feature (e.g. paper/train_mask); repeatable")
     sp.add_argument("--imbalance", type=imbalance_factor, default=1.05, help="allowed load imbalance per constraint, max/average (parmetis ubvec, kaminpar epsilon + 1)")
-    sp.add_argument("--objective", choices=["cut", "fetch"], default="cut",
+    sp.add_argument("--objective", choices=["cut", "fetch", "vol"], default="cut",
                     help="what Step 1 minimises with the balance kept: cut = edges between machines "
                          "(default); fetch = the feature rows DistDGL's neighbour sampler fetches from "
-                         "other machines per epoch, from --train-mask, --fanouts and --batch-size "
-                         "(multilevel)")
+                         "other machines per epoch, from --train-mask, --fanouts and --batch-size; "
+                         "vol = the halo total (each node once per other machine holding a neighbour; "
+                         "DGL's objtype='vol'). fetch and vol: multilevel")
     sp.add_argument("--train-mask", action="append", default=[], metavar="NTYPE/FEAT",
                     help="a 0/1 node feature marking training nodes (repeatable): balanced across "
                          "partitions, as DGL's trainers split them evenly, and the seeds of --objective fetch")

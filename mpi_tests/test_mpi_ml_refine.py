@@ -84,6 +84,7 @@ def worker(out: Path) -> None:
     from distpart.assign.multilevel.refine import jet as jet_module
     from distpart.assign.multilevel.refine.balancer import rebalance
     from distpart.assign.multilevel.refine.jet import jet
+    from distpart.assign.multilevel.refine.volume import volume_refine
 
     comm = MPI.COMM_WORLD
     size, rank = comm.Get_size(), comm.Get_rank()
@@ -117,6 +118,7 @@ def worker(out: Path) -> None:
         caps = block_caps(g.total, K, IMBALANCE)
         parts = rebalance(comm, g, halo, random_start(n)[lo:hi], K, caps, seed=5)
         np.save(out / f"{name}-rebalanced-{rank}.npy", parts)
+        np.save(out / f"{name}-vol-{rank}.npy", volume_refine(comm, g, halo, parts, K, caps, seed=5))
         # The grid runs as a coarse level would (c = 0.75, moves capped per target block).
         constrained.clear()
         parts = jet(comm, g, halo, parts, K, caps, seed=5, finest=name != "grid")
@@ -143,8 +145,8 @@ def test_refinement_is_the_same_for_any_rank_count_and_meets_every_cap(tmp_path:
         out.mkdir()
         run = mpirun(r, [out], timeout=240, script=Path(__file__))
         assert run.returncode == 0 and "checks: passed" in run.stdout, run.output
-        results[r] = {name: (gathered(out, f"{name}-rebalanced", r), gathered(out, name, r))
-                      for name in NAMES}
+        results[r] = {name: (gathered(out, f"{name}-rebalanced", r), gathered(out, name, r),
+                             gathered(out, f"{name}-vol", r)) for name in NAMES}
         # The in-degree case needs exchanges, and they moved vertices (summed over ranks).
         moved = sum(np.load(out / f"exchanges-{q}.npy") for q in range(r))
         assert len(moved) and moved.sum() > 0, moved
@@ -156,9 +158,9 @@ def test_refinement_is_the_same_for_any_rank_count_and_meets_every_cap(tmp_path:
             for got, want in zip(results[r][name], results[1][name]):
                 assert np.array_equal(got, want), f"{name}: R={r} differs from R=1"
         n, keys, vwgt = case(name)
-        rebalanced, parts = results[1][name]
+        rebalanced, parts, vol = results[1][name]
         caps = block_caps(vwgt.sum(axis=0), K, IMBALANCE)
-        for p in (rebalanced, parts):
+        for p in (rebalanced, parts, vol):
             weights = np.stack([np.bincount(p, weights=vwgt[:, c], minlength=K) for c in range(vwgt.shape[1])], 1)
             assert (weights <= caps).all(), (name, weights, caps)
         src, dst = keys // n, keys % n
@@ -176,6 +178,13 @@ def test_refinement_is_the_same_for_any_rank_count_and_meets_every_cap(tmp_path:
         # Jet keeps the best partition it sees; with in-degree balance only its constrained
         # iterations beat the rebalanced start (22544 -> 20818 cut edges).
         assert cut(parts) < cut(rebalanced), (name, cut(parts), cut(rebalanced))
+
+        def volume(p: np.ndarray) -> int:   # each vertex once per other block among its neighbours
+            pairs = np.unique(src * K + p[dst])
+            return int(np.count_nonzero(p[pairs // K] != pairs % K))
+
+        # The volume refinement (--objective vol) from the rebalanced random start.
+        assert volume(vol) < 0.9 * volume(rebalanced), (name, volume(vol), volume(rebalanced))
 
 
 if __name__ == "__main__":

@@ -444,3 +444,53 @@ def test_no_exchange_when_no_block_has_room() -> None:
     st = ctx.evaluate(COMM, (np.arange(n) >= 10).astype(np.int64))
     movers, _ = balancer.swap_moves(COMM, ctx, st)
     assert len(movers) == 0 and balancer.swap_state(COMM, ctx, st) is st
+
+
+# ---------------------------------------------------------------- --objective vol
+
+def brute_volume(n: int, edges: np.ndarray, parts: np.ndarray) -> int:
+    """Sum over vertices of the other blocks among its neighbours (METIS's total volume)."""
+    nbrs = [set() for _ in range(n)]
+    for u, v in edges:
+        nbrs[u].add(int(parts[v]))
+        nbrs[v].add(int(parts[u]))
+    return sum(len(s - {int(parts[u])}) for u, s in enumerate(nbrs))
+
+
+def test_volume_bits_and_gains_are_the_exact_change_of_every_move() -> None:
+    from distpart.assign.multilevel.refine.volume import net_bits, volume_gains
+
+    rng = np.random.default_rng(3)
+    n, k = 40, 11                      # more than 8 blocks: two bytes of bits per net
+    edges = np.unique(np.sort(rng.integers(0, n, (120, 2)), axis=1), axis=0)
+    edges = edges[edges[:, 0] != edges[:, 1]]
+    g, halo = graph(n, edges)
+    parts = rng.integers(0, k, n).astype(np.int64)
+    zero, one, volume = net_bits(g, halo, parts, k)
+    assert volume == brute_volume(n, edges, parts) > 0
+    rows = np.arange(n, dtype=np.int64)
+    target, gain = volume_gains(g, halo, parts, zero, one, rows, k)
+    for u in range(n):
+        changes = []
+        for b in range(k):
+            moved = parts.copy()
+            moved[u] = b
+            changes.append(volume - brute_volume(n, edges, moved) if b != parts[u] else -10 ** 9)
+        assert gain[u] == max(changes) and target[u] == int(np.argmax(changes)), (u, gain[u], target[u], changes)
+
+
+def test_volume_refinement_lowers_the_volume_within_the_caps() -> None:
+    from distpart.assign.multilevel.refine.volume import total_volume, volume_refine
+
+    nx, ny, k = 30, 30, 4
+    edges = grid_edges(nx, ny)
+    rng = np.random.default_rng(8)
+    vwgt = np.stack([np.ones(nx * ny), rng.random(nx * ny) < 0.3], 1).astype(np.int64)
+    g, halo = graph(nx * ny, edges, vwgt)
+    caps = block_caps(g.total, k, 1.05)
+    start = rebalance(COMM, g, halo, noisy_strips(nx, ny, k, 0.1, 2), k, caps)
+    out = volume_refine(COMM, g, halo, start, k, caps, seed=1)
+    assert (weights_of(out, vwgt, k) <= caps).all()
+    before, after = brute_volume(nx * ny, edges, start), brute_volume(nx * ny, edges, out)
+    assert after == total_volume(COMM, g, halo, out, k) and after < 0.7 * before, (after, before)
+    assert np.array_equal(out, volume_refine(COMM, g, halo, start, k, caps, seed=1))

@@ -40,7 +40,7 @@ def compute_assignment(comm: "Intracomm", meta: "GraphMeta", num_parts: int, met
     `partition_graph`. Collective. Each method's module is imported only when chosen
     (KaMinPar and ParMETIS are optional at run time). Whatever the method, no partition is
     left empty where the graph has nodes enough (`nonempty`). `objective` (default: the edge
-    cut) is what the partitioner minimises (`objective`; `fetch` with multilevel only)."""
+    cut) is what the partitioner minimises (`objective`; `fetch` and `vol` with multilevel only)."""
     from ..mpi.exchange import DEFAULT_MAX_BYTES
     from .nonempty import fill_empty_partitions
     max_bytes = DEFAULT_MAX_BYTES if max_bytes is None else max_bytes

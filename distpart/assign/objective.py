@@ -7,7 +7,8 @@ DGL's neighbour sampler takes it, from the training masks (`--train-mask`), the 
 (`--fanouts`, DGL's order: the last one is sampled from the seeds) and the in-degrees, with a
 node's rows saturating at one per mini-batch (DGL deduplicates a batch's input nodes, so a
 hub costs a trainer at most one row per batch). ../shared/design/training-objective.md has
-the measured facts this models.
+the measured facts this models. `--objective vol` keeps the cut's unit weights and then
+refines the total communication volume on the finest level (multilevel/refine/volume.py).
 
 The model, per epoch, with B mini-batches in all:
 * layer seeds: the training nodes, each once; a seed v takes each in-neighbour over edge
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
     from ..chunked.metadata import GraphMeta
     from .adjacency import DistributedCSR
 
-OBJECTIVES = ("cut", "fetch")
+OBJECTIVES = ("cut", "fetch", "vol")
 # DGL's distributed GraphSAGE example samples 25 then 10 neighbours (--fan_out 10,25) in
 # batches of 1000 seeds: what a user trains with when they name nothing else.
 DEFAULT_FANOUTS = (10, 25)

@@ -85,6 +85,8 @@ def multilevel_assignment(comm: "Intracomm", meta: "GraphMeta", num_parts: int, 
     timings: dict = {}
     factors = balance.imbalances(names)
     parts = multilevel_partition(comm, g, num_parts, factors, seed, max_bytes, progress, timings, vcycles)
+    if objective is not None and objective.name == "vol":
+        parts = _volume(comm, g, parts, num_parts, factors, seed, max_bytes, progress)
     levels = timings["levels"]
     progress.say(f"multilevel: {levels} level{'' if levels == 1 else 's'}, coarsest {timings['coarse_n']} vertices; coarsening "
                  f"{timings['coarsen_s']:.1f} s, initial partition {timings['initial_s']:.1f} s, refinement "
@@ -168,6 +170,17 @@ def uncoarsen(comm: "Intracomm", levels: List[Optional[LevelGraph]], maps: List[
                 parts = lookup(comm, maps[i - 1], level.vtxdist, parts, max_bytes)
                 levels[i] = maps[i - 1] = None  # a level is not needed once projected
     return parts
+
+
+def _volume(comm: "Intracomm", g: LevelGraph, parts: np.ndarray, k: int, imbalance: "float | np.ndarray",
+            seed: int, max_bytes: int, progress: Progress) -> np.ndarray:
+    """`--objective vol`: the cut partition refined for total communication volume."""
+    from .refine.volume import volume_refine
+
+    arcs = int(allreduce_sum(comm, np.array([len(g.adjncy)]))[0]) / comm.Get_size()
+    with progress.opaque("volume refinement", S_PER_ARC["refinement"] * arcs), reused_heap():
+        halo = Halo.build(comm, g, max_bytes)
+        return volume_refine(comm, g, halo, parts, k, block_caps(g.total, k, imbalance), seed)
 
 
 def unmet_constraints(weights: np.ndarray, total: np.ndarray, names: List[str], k: int,
