@@ -303,3 +303,50 @@ def test_exclusive_cumsum_of_counts_past_2_31() -> None:
     narrow = np.array([INT32_MAX, INT32_MAX, 5], dtype=np.int32)
     assert exclusive_cumsum(narrow).tolist() == [0, INT32_MAX, 2 * INT32_MAX]
     assert offsets(narrow).tolist() == [0, INT32_MAX, 2 * INT32_MAX, 2 * INT32_MAX + 5]
+
+
+# ---------------------------------------------------------------- readers: sparse files of billions of rows
+
+def sparse_npy(path: Path, dtype, shape, values: dict) -> None:
+    """A .npy of `shape` whose bytes are never written but at `values` (a sparse file: the
+    file system stores only the touched pages, so 3e9 rows cost a few kilobytes)."""
+    arr = np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=shape)
+    for row, value in values.items():
+        arr[row] = value
+    arr.flush()
+    del arr
+
+
+def test_readers_address_rows_past_2_31(tmp_path: Path) -> None:
+    from distpart.chunked.readers import FeatureSource, edge_file_sizes, read_edge_piece
+
+    (tmp_path / "f").mkdir()
+    # A node feature in two chunks of 3e9 and 2**31 + 5 int8 rows; an edge chunk of 2**31 + 10
+    # int32 rows (read back as int64).
+    sparse_npy(tmp_path / "f" / "x0.npy", np.int8, (3 * B,), {0: 1, 2**31 + 3: 2, 3 * B - 1: 3})
+    sparse_npy(tmp_path / "f" / "x1.npy", np.int8, (2**31 + 5,), {0: 4, 2**31 + 4: 5})
+    sparse_npy(tmp_path / "f" / "e0.npy", np.int32, (2**31 + 10, 2),
+               {2**31 + 1: [INT32_MAX, 2**31 - 2], 2**31 + 9: [1, 2]})
+    meta = {"graph_name": "sparse", "node_type": ["u"], "edge_type": ["u:r:u"],
+            "num_nodes_per_chunk": [[3 * B + 2**31 + 5]], "num_edges_per_chunk": [[2**31 + 10]],
+            "edges": {"u:r:u": {"format": {"name": "numpy"}, "data": ["f/e0.npy"]}},
+            "node_data": {"u": {"x": {"format": {"name": "numpy"}, "data": ["f/x0.npy", "f/x1.npy"]}}},
+            "edge_data": {}}
+    (tmp_path / "metadata.json").write_text(json.dumps(meta))
+    gm = load_metadata(tmp_path / "metadata.json")
+    source = FeatureSource.expecting(gm.node_features("u")["x"], gm.num_nodes("u"), "node type 'u'")
+    assert source.offsets.tolist() == [0, 3 * B, 3 * B + 2**31 + 5]
+    assert source.read(0, 1).tolist() == [1]
+    assert source.read(2**31 + 2, 2**31 + 5).tolist() == [0, 2, 0]
+    assert source.read(3 * B - 1, 3 * B + 1).tolist() == [3, 4]      # across the chunk boundary
+    assert source.read(3 * B + 2**31 + 3, 3 * B + 2**31 + 5).tolist() == [0, 5]
+
+    files = gm.edge_types[0].files
+    sizes = edge_file_sizes(files)
+    assert sizes == [2**31 + 10]
+    pieces = pieces_of_block(sizes, 1, 2)
+    assert pieces == [Piece(0, (2**31 + 10) // 2, 2**31 + 10)]
+    src, dst = read_edge_piece(files, Piece(0, 2**31, 2**31 + 10))
+    assert src.dtype == dst.dtype == np.int64
+    assert src.tolist() == [0, INT32_MAX] + [0] * 7 + [1]
+    assert dst.tolist() == [0, 2**31 - 2] + [0] * 7 + [2]
