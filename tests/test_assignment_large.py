@@ -12,44 +12,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from mpi4py import MPI
 
 from distpart.assign.assignment import read_assignment
 from distpart.chunked.metadata import load_metadata
 from distpart.chunked.readers import block_bounds, read_csv_ints
 from distpart.errors import InputError
+from large_comm import LastOfTwo
 
 BEFORE = 3 * 10**9   # lines the other rank holds, of each type
-
-
-class LastOfTwo:
-    """Rank 1 of 2; rank 0's contribution to every sum, prefix sum and gather is `before`."""
-
-    def __init__(self, before: np.ndarray) -> None:
-        self.before = before
-
-    def Get_rank(self) -> int:
-        return 1
-
-    def Get_size(self) -> int:
-        return 2
-
-    def allgather(self, obj):
-        return [None, obj]          # the other rank's verdicts: no error
-
-    def Allreduce(self, send, recv, op) -> None:
-        assert op == MPI.SUM, "the reader takes only sums here (num_parts is given)"
-        recv[...] = self._other(send) + send
-
-    def Exscan(self, send, recv, op) -> None:
-        recv[...] = self._other(send)
-
-    def Allgather(self, send, recv) -> None:
-        recv[0], recv[1] = 0, send  # rank_bounds: rank 0's block of each type starts at 0
-
-    def _other(self, send: np.ndarray) -> np.ndarray:
-        assert send.shape == self.before.shape
-        return self.before
 
 
 def files(tmp_path: Path, lines: dict) -> tuple:

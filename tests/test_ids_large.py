@@ -350,3 +350,33 @@ def test_readers_address_rows_past_2_31(tmp_path: Path) -> None:
     assert src.dtype == dst.dtype == np.int64
     assert src.tolist() == [0, INT32_MAX] + [0] * 7 + [1]
     assert dst.tolist() == [0, 2**31 - 2] + [0] * 7 + [2]
+
+
+# ---------------------------------------------------------------- dispatch: relabelling with 5e9 nodes on the other rank
+
+def test_relabel_as_last_rank_after_billions(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from distpart.dispatch.dispatch import _relabel_nodes
+    from large_comm import LastOfTwo
+
+    # (P, T) nodes of each type in each partition held by the other rank: 5e9 + 2**31 + 6.
+    before = np.array([[3 * B, 2**31], [B + 1, 5], [B, 0]], dtype=np.int64)
+    parts = {"a": np.array([1, 0, 1, 2]), "b": np.array([0, 0, 1, 2, 2])}
+    meta = SimpleNamespace(node_types=("a", "b"))
+    assignment = SimpleNamespace(num_parts=3, blocks={t: SimpleNamespace(parts=p) for t, p in parts.items()})
+    state = _relabel_nodes(LastOfTwo(before), meta, assignment)
+    local = np.stack([np.bincount(parts[t], minlength=3) for t in ("a", "b")], axis=1)
+    counts = (before + local).tolist()
+    assert state.node_counts.tolist() == counts
+    flat = py_offsets([c for row in counts for c in row])
+    assert state.node_starts.reshape(-1).tolist() == flat[:-1]
+    for t, name in enumerate(("a", "b")):
+        seen = [0, 0, 0]
+        want = []
+        for p in parts[name].tolist():
+            want.append(flat[p * 2 + t] + int(before[p, t]) + seen[p])
+            seen[p] += 1
+        assert state.new_ids[name].tolist() == want
+    # Partition 0's "b" nodes come after its 3e9 + 1 "a" nodes and the other rank's 2**31 "b".
+    assert state.new_ids["b"].tolist()[:2] == [3 * B + 1 + 2**31, 3 * B + 2 + 2**31]
