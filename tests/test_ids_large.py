@@ -380,3 +380,23 @@ def test_relabel_as_last_rank_after_billions(tmp_path: Path) -> None:
         assert state.new_ids[name].tolist() == want
     # Partition 0's "b" nodes come after its 3e9 + 1 "a" nodes and the other rank's 2**31 "b".
     assert state.new_ids["b"].tolist()[:2] == [3 * B + 1 + 2**31, 3 * B + 2 + 2**31]
+
+
+# ---------------------------------------------------------------- MPI-IO: writes at byte offsets past 2**32
+
+def test_write_at_offsets_past_2_32_in_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
+    from distpart.mpi import files
+
+    class Recorder:
+        def __init__(self) -> None:
+            self.calls = []
+
+        def Write_at(self, offset, buf) -> None:
+            self.calls.append((offset, bytes(buf)))
+
+    monkeypatch.setattr(files, "WRITE_PIECE", 4)   # stands in for 1 GiB, so 10 bytes take 3 calls
+    fh = Recorder()
+    at = 5 * B + 2**32
+    files.write_at(fh, at, np.arange(10, dtype=np.uint8))
+    assert fh.calls == [(at, bytes([0, 1, 2, 3])), (at + 4, bytes([4, 5, 6, 7])), (at + 8, bytes([8, 9]))]
+    assert all(type(offset) is int for offset, _ in fh.calls)
