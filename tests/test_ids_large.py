@@ -400,3 +400,15 @@ def test_write_at_offsets_past_2_32_in_pieces(monkeypatch: pytest.MonkeyPatch) -
     files.write_at(fh, at, np.arange(10, dtype=np.uint8))
     assert fh.calls == [(at, bytes([0, 1, 2, 3])), (at + 4, bytes([4, 5, 6, 7])), (at + 8, bytes([8, 9]))]
     assert all(type(offset) is int for offset, _ in fh.calls)
+
+
+def test_keyed_permutation_of_billions_stays_in_range() -> None:
+    from distpart.arrays import keyed_permutation
+
+    n = 2**33 + 7
+    ids = np.concatenate([np.arange(1000, dtype=np.int64), n - 1 - np.arange(1000), [INT32_MAX, 2**31, 2**32]])
+    out = keyed_permutation(ids, n, key=12345)
+    assert out.dtype == np.int64 and out.min() >= 0 and out.max() < n
+    assert len(np.unique(out)) == len(ids)                       # injective on the sample
+    assert (out > 2**32).any()                                   # the image reaches past 2**32
+    np.testing.assert_array_equal(keyed_permutation(ids, n, key=12345), out)
