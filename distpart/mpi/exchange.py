@@ -3,9 +3,11 @@
 Every array that crosses ranks goes through `exchange` or `lookup`. They send raw bytes
 (never pickles) in rounds so that no rank sends or receives more than `max_bytes` in one
 `Alltoallv` call, which also keeps every MPI count and displacement below 2**31 on MPI
-libraries without the MPI-4 large-count calls. The result does not depend on the number
-of rounds: rows arrive grouped by source rank, each source's rows in the order it sent
-them, exactly as one unbounded Alltoallv would deliver them.
+libraries without the MPI-4 large-count calls (Open MPI 4.1 is MPI 3.1: mpi4py 4's
+`Alltoallv_c` there casts counts to int and fails past 2**31 - 1). The result does not
+depend on the number of rounds: rows arrive grouped by source rank, each source's rows in
+the order it sent them, exactly as one unbounded Alltoallv would deliver them.
+`MAX_MPI_COUNT` is read at every call, so a test can lower it to force the split.
 """
 from __future__ import annotations
 
@@ -56,6 +58,36 @@ def rounds_needed(send_counts: np.ndarray, recv_counts: np.ndarray, row_bytes: i
     return max(1, -(-rows * row_bytes // budget))
 
 
+def round_slice(counts: np.ndarray, j: int, rounds: int) -> Tuple[np.ndarray, np.ndarray]:
+    """Rows [lo, hi) of each peer's `counts` rows that round j of `rounds` carries:
+    c*j//rounds up to c*(j+1)//rounds, so the rounds tile every peer's rows in order."""
+    # Python ints: c * j can pass 2**63 when a tiny cap makes `rounds` huge (one per row).
+    cs = [int(c) for c in np.asarray(counts).reshape(-1)]
+    lo = np.array([c * j // rounds for c in cs], dtype=np.int64)
+    hi = np.array([c * (j + 1) // rounds for c in cs], dtype=np.int64)
+    return lo, hi
+
+
+class CountOverflow(RuntimeError):
+    """An Alltoallv count or displacement past MPI's int: a bug in the round split, so not
+    a DistpartError (the CLI aborts the whole job on it instead of leaving ranks waiting)."""
+
+
+def mpi_counts(byte_counts: np.ndarray) -> Tuple[List[int], List[int]]:
+    """(counts, displacements) of one Alltoallv side as Python ints, each at most `MAX_MPI_COUNT`.
+
+    Checked here so that the failure names the limit (past 2**31 - 1 mpi4py's own error
+    says only that an integer does not fit in 'int').
+    """
+    counts = np.asarray(byte_counts, dtype=np.int64).reshape(-1)
+    displs = exclusive_cumsum(counts)
+    end = int(displs[-1] + counts[-1]) if len(counts) else 0
+    if end > MAX_MPI_COUNT:
+        raise CountOverflow(f"an Alltoallv would move {end} bytes, more than MPI's int count "
+                            f"({MAX_MPI_COUNT}) allows in one call")
+    return counts.tolist(), displs.tolist()
+
+
 def _row_bytes(col: np.ndarray) -> int:
     return int(col.dtype.itemsize * int(np.prod(col.shape[1:], dtype=np.int64)))
 
@@ -87,8 +119,8 @@ def alltoallv_grouped(comm: Intracomm, columns: Sequence[np.ndarray], send_count
     sdispl, rdispl = exclusive_cumsum(send_counts), exclusive_cumsum(recv_counts)
     outs = [np.empty((int(recv_counts.sum()), *c.shape[1:]), dtype=c.dtype) for c in columns]
     for j in range(rounds):
-        s_lo, s_hi = send_counts * j // rounds, send_counts * (j + 1) // rounds
-        r_lo, r_hi = recv_counts * j // rounds, recv_counts * (j + 1) // rounds
+        s_lo, s_hi = round_slice(send_counts, j, rounds)
+        r_lo, r_hi = round_slice(recv_counts, j, rounds)
         # In one round every row goes and arrives in order: no index arrays, and rows are
         # received straight into the output (this is the common case and the memory peak).
         whole = rounds == 1
@@ -107,9 +139,8 @@ def alltoallv_grouped(comm: Intracomm, columns: Sequence[np.ndarray], send_count
             del rows
             recv = out if whole else np.empty((len(place), *col.shape[1:]), dtype=col.dtype)
             rview = recv.reshape(-1).view(np.uint8)
-            sc, rc = (s_hi - s_lo) * rb, (r_hi - r_lo) * rb
-            comm.Alltoallv([send, (sc.tolist(), exclusive_cumsum(sc).tolist()), MPI.BYTE],
-                           [rview, (rc.tolist(), exclusive_cumsum(rc).tolist()), MPI.BYTE])
+            comm.Alltoallv([send, mpi_counts((s_hi - s_lo) * rb), MPI.BYTE],
+                           [rview, mpi_counts((r_hi - r_lo) * rb), MPI.BYTE])
             del send
             if not whole:
                 out[place] = recv

@@ -22,8 +22,13 @@ class Piece:
 
 
 def block_bounds(total: int, nranks: int) -> np.ndarray:
-    """Boundaries of `nranks` near-equal contiguous blocks of [0, total), int64, length nranks+1."""
-    return (np.arange(nranks + 1, dtype=np.int64) * total) // nranks
+    """Boundaries of `nranks` near-equal contiguous blocks of [0, total), int64, length nranks+1:
+    block i starts at i * total // nranks."""
+    # As q*i + r*i // nranks (total = q*nranks + r): i * total itself passes 2**63 for totals
+    # near int64's range, and r * i stays below nranks**2.
+    q, r = divmod(int(total), int(nranks))
+    i = np.arange(nranks + 1, dtype=np.int64)
+    return q * i + (r * i) // nranks
 
 
 def pieces_of_block(sizes: Sequence[int], rank: int, nranks: int) -> List[Piece]:
