@@ -37,7 +37,7 @@ def main(argv=None) -> int:
     ap.add_argument("--num-chunks", type=int, default=8)
     ap.add_argument("--format", default="numpy", choices=["numpy", "csv", "parquet"])
     ap.add_argument("--feat-dim", type=int, default=16)
-    ap.add_argument("--method", default="random", choices=["random", "parmetis"])
+    ap.add_argument("--method", default="random", choices=["multilevel", "parmetis", "kaminpar", "random"])
     ap.add_argument("--no-verify", action="store_true")
     ap.add_argument("--work-dir", type=Path, help="default: a temporary folder, removed afterwards")
     ap.add_argument("--stages-apart", action="store_true",
