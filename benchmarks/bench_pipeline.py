@@ -31,7 +31,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ranks", type=int, default=2)
     ap.add_argument("--num-parts", type=int, help="default: the number of ranks (4 for --example)")
-    ap.add_argument("--example", action="store_true", help="the bundled example graph (distpart example; first row of docs/07-performance.md) instead of a homogeneous graph")
+    ap.add_argument("--example", action="store_true", help="the bundled example graph (distpart example) instead of a homogeneous graph")
     ap.add_argument("--num-nodes", type=int, default=1_000_000)
     ap.add_argument("--num-edges", type=int, default=10_000_000)
     ap.add_argument("--num-chunks", type=int, default=8)

@@ -39,3 +39,4 @@ if [ -x .venv/bin/python ]; then py=.venv/bin/python; fi
   --work-dir "$work" --json "$results/assign_mesh_2m.json"
 
 "$py" benchmarks/assign_tables.py --document --out "$results/assign_tables.md"
+"$py" benchmarks/docs_numbers.py
