@@ -22,12 +22,12 @@ repeatable; the flags reach distpart unchanged but for `{train_mask}` (the graph
 {fanouts} --batch-size {batch_size}` (the training objective). Needs root (namespaces) and
 DGL's Python (scripts/setup-dgl.sh).
 
-    sudo .venv/bin/python benchmarks/bench_training.py --work-dir /var/tmp/bench    # about 15 minutes
+    sudo .venv/bin/python benchmarks/bench_training.py --work-dir /var/tmp/bench    # training.json says how long
     sudo .venv/bin/python benchmarks/bench_training.py --graphs rmat-2m --work-dir /var/tmp/bench \\
         --json benchmarks/results/training_rmat_2m.json
     sudo .venv/bin/python benchmarks/bench_training.py --graphs rmat-200k --row 'ml2=multilevel --vcycles 2' \\
         --work-dir /var/tmp/bench --update                   # one more row in training.json
-    python benchmarks/training_tables.py benchmarks/results/training.json --out benchmarks/results/training_tables.md
+    python benchmarks/training_tables.py --out benchmarks/results/training_tables.md   # then docs_numbers.py
 
 Everything it starts is removed at the end, also after a failure, a timeout, Ctrl-C or
 SIGTERM: namespaces, links, processes (each subprocess has a timeout), and each machine's

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Step 1's whole benchmark, as docs/03-step1.md shows it, in one command:
+# Step 1's whole benchmark (benchmarks/results/assign_tables.md, which docs/03-step1.md links to):
 #
 #   bash benchmarks/run_assign_suite.sh [WORK_DIR]
 #
@@ -11,11 +11,12 @@
 #    METIS references, C0 and C2, --imbalance 1.05    -> benchmarks/results/assign_k16.json
 # 4. a 2M-node torus, nodes only: multilevel with and without its V-cycle, ParMETIS, KaMinPar
 #    and the METIS references                      -> benchmarks/results/assign_mesh_2m.json
-# 5. the docs' tables from those files (benchmarks/results/assign_tables.md).
+# 5. the tables from those files (benchmarks/results/assign_tables.md); then
+#    `python benchmarks/docs_numbers.py` updates the numbers the docs quote.
 #
 # WORK_DIR (default /var/tmp/distpart-bench) keeps the generated graphs for the next run; the
-# Debian graph needs apt's Packages index (`apt-get update` first). About an hour on a 2-core
-# machine; run it on a quiet one, the times are part of the result.
+# Debian graph needs apt's Packages index (`apt-get update` first). assign_tables.md says how
+# long the last run took; run it on a quiet machine, the times are part of the result.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work="${1:-/var/tmp/distpart-bench}"
@@ -37,22 +38,5 @@ if [ -x .venv/bin/python ]; then py=.venv/bin/python; fi
   --methods "multilevel,multilevel:--vcycles 0,parmetis,kaminpar,metis-kway,metis-rb" \
   --work-dir "$work" --json "$results/assign_mesh_2m.json"
 
-{
-  echo "### RMAT 2M nodes / 20M edges, --imbalance 1.05"
-  echo
-  "$py" benchmarks/assign_tables.py --skip-methods random "$results/assign_rmat_2m.json"
-  echo
-  echo "### 200k graphs and the Debian graph, 2 ranks, --imbalance 1.05"
-  echo
-  "$py" benchmarks/assign_tables.py --imbalance 1.05 --sets C0,C2,C3 --skip-methods random --skip-refused \
-    "$results/assign_small.json"
-  echo
-  echo "### 16 parts: the 200k graphs and the Debian graph, 2 ranks, --imbalance 1.05"
-  echo
-  "$py" benchmarks/assign_tables.py --skip-refused "$results/assign_k16.json"
-  echo
-  echo "### A 2M-node torus (mesh), 2 ranks, --imbalance 1.05"
-  echo
-  "$py" benchmarks/assign_tables.py "$results/assign_mesh_2m.json"
-} > "$results/assign_tables.md"
-echo "written $results/assign_tables.md"
+"$py" benchmarks/assign_tables.py --document --out "$results/assign_tables.md"
+"$py" benchmarks/docs_numbers.py

@@ -1,8 +1,8 @@
 """The training benchmark's tables from `bench_training.py`'s JSON: the console table it prints
 and `benchmarks/results/training_tables.md`, which the docs link to.
 
-    python benchmarks/training_tables.py benchmarks/results/training.json benchmarks/results/training_rmat_2m.json \
-        --out benchmarks/results/training_tables.md
+    python benchmarks/training_tables.py --out benchmarks/results/training_tables.md   # DOCUMENT_FILES
+    python benchmarks/training_tables.py benchmarks/results/training.json              # one file, printed
 
 One row per (graph, method row): remote feature rows per epoch (summed over trainers, the mean
 of the epochs) and their ratio to the baseline row of the same graph (ParMETIS by default),
@@ -24,6 +24,11 @@ from assign_tables import imbalance_cells
 COLUMNS = ["graph", "method", "balance", "remote rows/epoch", "vs {baseline}", "local rows/epoch", "MB/epoch",
            "moved seeds", "sampling req/epoch", "cut %", "halo total", "halo max", "imb nodes", "imb types",
            "imb train", "over ub", "Step 1 s", "Step 1 MB", "status"]
+
+RESULTS = Path(__file__).resolve().parent / "results"
+# training_tables.md, in this order: the cut and fetch objectives with types and the train mask
+# balanced, the same on RMAT 2M/20M, and the default output (no balance flags).
+DOCUMENT_FILES = ["training.json", "training_rmat_2m.json", "training_default.json"]
 
 LEGEND = """\
 {parts} machines (network namespaces), one DGL {dgl} server and one trainer each; a 2-layer R-GCN-style
@@ -124,12 +129,17 @@ def document(results: Sequence[Mapping]) -> str:
     return "\n".join(parts)
 
 
+def document_text(results: Path = RESULTS) -> str:
+    """training_tables.md as the DOCUMENT_FILES make it."""
+    return document([json.loads((results / name).read_text()) for name in DOCUMENT_FILES])
+
+
 def main(argv: List[str]) -> int:
     ap = argparse.ArgumentParser(description="Markdown tables from bench_training.py's JSON files")
-    ap.add_argument("files", nargs="+", type=Path)
+    ap.add_argument("files", nargs="*", type=Path, help="default: DOCUMENT_FILES in benchmarks/results")
     ap.add_argument("--out", type=Path, help="write the markdown file here (default: print it)")
     args = ap.parse_args(argv)
-    text = document([json.loads(f.read_text()) for f in args.files])
+    text = document([json.loads(f.read_text()) for f in args.files]) if args.files else document_text()
     if args.out:
         args.out.write_text(text)
         print(f"written {args.out}")

@@ -27,7 +27,7 @@ def test_pipeline_parmetis(nranks, factor, example_dir, tmp_path):
     parts = nranks * factor
     out = tmp_path / "out"
     # Node balance alone: ParMETIS with the default per-type constraints leaves a partition
-    # nearly empty on a graph this small (docs/03-step1.md, Balance options).
+    # nearly empty on a graph this small (docs/03-step1.md, Balance).
     run = distpart(nranks, "pipeline", example_dir, out, "--num-parts", parts, "--method", "parmetis",
                    "--no-balance-ntypes")
     assert "verify: OK" in run.stdout and "edge cut:" in run.stdout
