@@ -33,8 +33,10 @@ def method_options(method: str, graph_info: dict) -> List[str]:
 
 
 def checksums(folder: Path) -> Dict[str, str]:
-    """sha256 of every file distpart wrote in an assignment folder, by name."""
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir()) if p.is_file()}
+    """sha256 of every assignment file (`<ntype>.txt`, partition_meta.json), by name; not the
+    run's own records (.distpart-*), which hold times and process IDs."""
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir())
+            if p.is_file() and not p.name.startswith(".")}
 
 
 def run_row(graph: Path, method: str, ranks: int, out: Path) -> dict:

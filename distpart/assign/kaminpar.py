@@ -42,11 +42,12 @@ import numpy as np
 
 from ..errors import DistpartError, InputError, OutputError
 from ..mpi.exchange import DEFAULT_MAX_BYTES
+from .step1 import Setup
 
 if TYPE_CHECKING:
     from mpi4py.MPI import Intracomm, Request
     from .balance import BalanceOptions
-    from .step1 import Setup, Step1Graph
+    from .step1 import Step1Graph
     from ..chunked.metadata import GraphMeta
     from ..run.progress import Progress
 
@@ -60,19 +61,16 @@ INSTALL_HINT = "pip install 'distpart[kaminpar]'"
 # (benchmarks/bench_assign.py; the runs are in the git log).
 CONTEXT = "eco"
 
-# Peak memory of the KaMinPar process, in bytes: per vertex, per adjacency entry, fixed.
-# Measured (kaminpar 3.7.3, default and eco presets, k = 4..256, 1-4 threads) on synthetic
-# graphs of 0.3M-4M vertices and 19M-24M adjacency entries: peak RSS 440-885 MB, which
-# this formula exceeds by 1.1-1.9x. It covers load_graph (which maps the file and copies it),
-# the multilevel hierarchy, and the partition returned as a Python list plus its array.
+# Peak memory of the KaMinPar process, in bytes: per vertex, per adjacency entry, fixed. An
+# upper bound of the peak RSS measured with kaminpar 3.7.3 on 0.3M-4M-vertex graphs (load,
+# hierarchy and the returned partition; child_peak_rss_mb of benchmarks/bench_assign.py).
 MEMORY_PER_VERTEX = 64
 MEMORY_PER_WEIGHT = 16
 MEMORY_PER_ENTRY = 40
 MEMORY_FIXED = 128 << 20
 
-# Seconds per adjacency entry for one thread, for the progress ETA; k adds a log factor.
-# Measured with the eco preset on this 2-core machine: 0.7-15 us per entry and thread at
-# k = 4 (27-145 s for 19M-24M entries on 2 threads), 1.4-6x that at k = 64.
+# Seconds per adjacency entry for one thread, for the progress ETA (rough, the eco preset on a
+# 2-core machine, benchmarks/bench_assign.py); k adds a log factor.
 S_PER_ENTRY = 3e-6
 
 _POLL_S = 0.05  # how often waiting ranks look at the Ibarrier: negligible CPU, little delay
@@ -183,7 +181,6 @@ def setup(meta: GraphMeta, balance: BalanceOptions, rank: int, threads: Optional
           work_dir: "str | Path" = ".") -> "Setup":
     """KaMinPar's weights: in-degrees with --balance-edges, else node counts. `work_dir` (the
     assignment folder) must be on a file system every rank sees."""
-    from .step1 import Setup
     if threads is not None and threads < 1:
         raise InputError(None, f"--threads must be at least 1, got {threads}")
     if rank == 0:

@@ -28,6 +28,7 @@ from ..arrays import offsets, owner_of
 from ..errors import DistpartError
 from ..mpi.exchange import allreduce_max, allreduce_sum
 from .native import NativeLibrary, find_native, loaded_path, padded, silenced
+from .step1 import Setup
 
 if TYPE_CHECKING:
     from mpi4py.MPI import Intracomm
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from ..chunked.metadata import GraphMeta
     from ..run.progress import Progress
     from .balance import BalanceOptions
-    from .step1 import Setup, Step1Graph
+    from .step1 import Step1Graph
 
 METIS_OK = 1
 _RETURN_CODES = {-2: "METIS_ERROR_INPUT (invalid input)", -3: "METIS_ERROR_MEMORY (out of memory)",
@@ -262,7 +263,6 @@ def setup(meta: "GraphMeta", balance: "BalanceOptions", rank: int, vertex_order:
     """The loaded library; the CSR in its idx_t. `vertex_order` "degree" hands ParMETIS the
     vertices hubs first (see `ordering`: far smaller cuts on power-law graphs); "input" in
     the input's order."""
-    from .step1 import Setup
     lib = load()
     return Setup(index_dtype=lib.idx_dtype, vertex_order=vertex_order, context=lib)
 

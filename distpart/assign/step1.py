@@ -27,7 +27,10 @@ from ..chunked.blocks import rank_bounds
 from ..chunked.readers import block_bounds
 from ..mpi.collective import agreed
 from ..mpi.exchange import allreduce_sum
+from .adjacency import build_csr, type_offsets
 from .assignment import Assignment, NodeBlock
+from .balance import check_options, usable_constraints, vertex_weights
+from .ordering import degrees, hubs_first
 
 if TYPE_CHECKING:
     from mpi4py.MPI import Intracomm
@@ -39,11 +42,6 @@ if TYPE_CHECKING:
     from .ordering import Renumbering
 
 
-def _all_weights(meta, balance, offsets, lo, hi, in_degree):
-    from .balance import vertex_weights
-    return vertex_weights(meta, balance, offsets, lo, hi, in_degree)
-
-
 @dataclass
 class Setup:
     """What a method asks of the shared prologue, and what it keeps for its `partition`."""
@@ -51,7 +49,7 @@ class Setup:
     index_dtype: "np.dtype | type" = np.int64   # of the CSR's xadj/adjncy
     vertex_order: str = "input"                 # "degree": hubs first (`ordering`)
     # (meta, balance, offsets, lo, hi, in_degree) -> (weights (hi - lo, ncon), column names)
-    weights: Callable = _all_weights
+    weights: Callable = vertex_weights
     context: Any = None                         # the method's own (a loaded library, options)
 
 
@@ -73,8 +71,6 @@ def run_method(comm: "Intracomm", meta: "GraphMeta", num_parts: int, balance: "B
                module: ModuleType, seed: int, max_bytes: int, progress: "Progress",
                **options: Any) -> Assignment:
     """Step 1 by the graph partitioner `module` (see the module docstring). Collective."""
-    from .balance import check_options, usable_constraints
-
     rank = comm.Get_rank()
     with agreed(comm):
         refuse = getattr(module, "refuse_balance", None)
@@ -84,7 +80,7 @@ def run_method(comm: "Intracomm", meta: "GraphMeta", num_parts: int, balance: "B
         setup = module.setup(meta, balance, rank, **options)
     graph = build_graph(comm, meta, setup, max_bytes, progress)
     with agreed(comm):
-        vwgt, names = setup.weights(meta, balance, _type_offsets(meta), graph.lo, graph.hi, graph.in_degree)
+        vwgt, names = setup.weights(meta, balance, type_offsets(meta), graph.lo, graph.hi, graph.in_degree)
     if names:
         keep, notes = usable_constraints(allreduce_sum(comm, vwgt.sum(axis=0)), names, num_parts,
                                          balance.imbalances(names))
@@ -104,9 +100,6 @@ def build_graph(comm: "Intracomm", meta: "GraphMeta", setup: Setup, max_bytes: i
                 progress: "Progress") -> Step1Graph:
     """The distributed CSR of the symmetrized homogeneous graph, in the order `setup` asks
     for. Collective."""
-    from .adjacency import build_csr
-    from .ordering import degrees, hubs_first
-
     numbering = in_degree = None
     if setup.vertex_order == "degree":
         degree, in_degree = degrees(comm, meta, max_bytes, progress)
@@ -114,21 +107,16 @@ def build_graph(comm: "Intracomm", meta: "GraphMeta", setup: Setup, max_bytes: i
         del degree
     csr = build_csr(comm, meta, max_bytes, progress, index_dtype=setup.index_dtype, numbering=numbering)
     # The input's blocks, whatever the CSR's numbering (the weights and the result are in it).
-    vtxdist = block_bounds(int(_type_offsets(meta)[-1]), comm.Get_size()) if numbering is not None else csr.vtxdist
+    vtxdist = block_bounds(int(type_offsets(meta)[-1]), comm.Get_size()) if numbering is not None else csr.vtxdist
     lo, hi = int(vtxdist[comm.Get_rank()]), int(vtxdist[comm.Get_rank() + 1])
     return Step1Graph(meta, csr, [], lo, hi, csr.in_degree if in_degree is None else in_degree, numbering)
-
-
-def _type_offsets(meta: "GraphMeta") -> np.ndarray:
-    from .adjacency import type_offsets
-    return type_offsets(meta)
 
 
 def split_by_type(comm: "Intracomm", meta: "GraphMeta", num_parts: int, algo_name: str,
                   part: np.ndarray, lo: int, hi: int) -> Assignment:
     """The Assignment whose partitions of homogeneous IDs [lo, hi) (node types one after the
     other, as the partitioners number them) are `part`: one NodeBlock per type. Collective."""
-    offsets = _type_offsets(meta)
+    offsets = type_offsets(meta)
     blocks = {}
     for t, ntype in enumerate(meta.node_types):
         n = meta.num_nodes(ntype)

@@ -13,6 +13,7 @@ import numpy as np
 from ...mpi.exchange import DEFAULT_MAX_BYTES, lookup
 from ...run.heap import reused_heap
 from ...run.progress import Progress
+from ..step1 import Setup
 from .graph import Halo, LevelGraph, block_caps, block_weights
 
 if TYPE_CHECKING:
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     from ...chunked.metadata import GraphMeta
     from ..balance import BalanceOptions
     from ..objective import Objective
-    from ..step1 import Setup, Step1Graph
+    from ..step1 import Step1Graph
 
 ALGO_NAME = "multilevel"
 # Seconds per adjacency entry a rank holds, for the progress ETA of each phase (rough, 2
@@ -37,7 +38,6 @@ def setup(meta: "GraphMeta", balance: "BalanceOptions", rank: int, vcycles: Opti
           objective: "Optional[Objective]" = None) -> "Setup":
     """Every balance option a vertex-weight column; `objective` checked against the graph."""
     from ..objective import check_objective
-    from ..step1 import Setup
     if objective is not None:
         check_objective(meta, objective)
     return Setup(context=(vcycles, objective))
