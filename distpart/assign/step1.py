@@ -37,9 +37,8 @@ if TYPE_CHECKING:
 
     from ..chunked.metadata import GraphMeta
     from ..run.progress import Progress
-    from .adjacency import DistributedCSR
+    from .adjacency import DistributedCSR, Renumbering
     from .balance import BalanceOptions
-    from .ordering import Renumbering
 
 
 @dataclass
