@@ -2,8 +2,10 @@
 prefix sums (offsets of consecutive blocks), the splitmix64 finaliser (seeded hashing for
 random assignment and synthetic data), a keyed pseudo-random permutation of [0, n) that
 needs no table (random assignment, relabelling synthetic graphs), and the search for the
-first out-of-range ID; and the stable grouping by a small key (owner rank, partition)
-that numbers rows within their group, which Step 1's vertex order and Step 2's new IDs share.
+first out-of-range ID; the stable grouping by a small key (owner rank, partition)
+that numbers rows within their group, which Step 1's vertex order and Step 2's new IDs share;
+`owner_of` (which block of contiguous ID ranges holds an ID); and the sort/segment helpers
+of Step 1's multilevel method (runs of a sorted array, sums per row or per distinct pair).
 """
 from __future__ import annotations
 
@@ -121,3 +123,83 @@ def new_node_ids(parts: np.ndarray, base: np.ndarray) -> np.ndarray:
     start plus the nodes of that group held by lower ranks.
     """
     return base[parts] + rank_within_group(parts, len(base))
+
+
+def owner_of(bounds: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """Block (rank, type, partition) holding each ID, blocks being [bounds[i], bounds[i+1])."""
+    return np.searchsorted(bounds, ids, side="right") - 1
+
+
+def segment_starts(sorted_ids: np.ndarray) -> np.ndarray:
+    """Index of the first element of each run of equal values in a sorted array."""
+    if len(sorted_ids) == 0:
+        return np.empty(0, dtype=np.int64)
+    new = np.empty(len(sorted_ids), dtype=bool)
+    new[0] = True
+    np.not_equal(sorted_ids[1:], sorted_ids[:-1], out=new[1:])
+    return np.flatnonzero(new)
+
+
+def runs(sorted_ids: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """(distinct values, index of each element's value among them) of a sorted array."""
+    starts = segment_starts(sorted_ids)
+    first = np.zeros(len(sorted_ids), dtype=np.int64)
+    first[starts[1:]] = 1
+    return sorted_ids[starts], np.cumsum(first)
+
+
+def segment_sums(xadj: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """(len(xadj) - 1,) int64 sum of `values` over each CSR row."""
+    out = np.zeros(len(xadj) - 1, dtype=np.int64)
+    nonempty = np.flatnonzero(xadj[1:] > xadj[:-1])
+    if len(nonempty):
+        out[nonempty] = np.add.reduceat(np.asarray(values, dtype=np.int64), xadj[nonempty])
+    return out
+
+
+def _bits(x: int) -> int:
+    return max(int(x), 1).bit_length()
+
+
+def sum_pairs(a: np.ndarray, b: np.ndarray, w: np.ndarray, a_max: int, b_max: int
+              ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct (a, b) pairs in ascending order with the summed weight of each; a, b are
+    non-negative ints at most a_max, b_max.
+
+    When a, b and the weights fit in 63 bits together they are packed into one int64 and
+    sorted by value (several times faster than an argsort); otherwise the pairs are argsorted
+    by a packed key, or lexsorted. All three give the same result."""
+    w = np.asarray(w, dtype=np.int64)
+    if len(w) == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int64), w[:0].copy()
+    ab, bb = _bits(a_max), _bits(b_max)
+    wb = _bits(int(w.max()))
+    if ab + bb + wb <= 63 and int(w.min()) >= 0:
+        # In place, and a or b may be 32-bit: these are a batch's or a level's adjacency entries.
+        key = np.left_shift(a, bb + wb, dtype=np.int64)
+        key |= np.left_shift(b, wb, dtype=np.int64)
+        key |= w
+        del a, b
+        key.sort()
+        ws = key & np.int64((1 << wb) - 1)
+        key >>= wb
+    elif ab + bb <= 63:
+        key = np.left_shift(a, bb, dtype=np.int64)
+        key |= np.asarray(b, dtype=np.int64)
+        order = np.argsort(key)
+        key, ws = key[order], w[order]
+        del order
+    else:
+        a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
+        order = np.lexsort((b, a))
+        sa, sb, ws = a[order], b[order], w[order]
+        new = np.empty(len(sa), dtype=bool)
+        new[0] = True
+        new[1:] = (sa[1:] != sa[:-1]) | (sb[1:] != sb[:-1])
+        starts = np.flatnonzero(new)
+        return sa[starts], sb[starts], np.add.reduceat(ws, starts)
+    starts = segment_starts(key)
+    sums = np.add.reduceat(ws, starts)
+    del ws
+    key = key[starts]
+    return key >> bb, key & np.int64((1 << bb) - 1), sums

@@ -72,7 +72,7 @@ def build_torus(comm):
 
 def within_blocks(comm, failures, digest) -> None:
     """coarsen_within on the torus: clusters inside blocks, blocks carried, pairs capped."""
-    from distpart.assign.multilevel.coarsen import coarsen_within, mesh_like
+    from distpart.assign.multilevel.coarsening import coarsen_within, mesh_like
     g, blocks = build_torus(comm)
     if not mesh_like(comm, g):
         failures.append("the torus is not mesh-like")
@@ -114,7 +114,7 @@ def gather(comm, arr: np.ndarray) -> np.ndarray:
 
 def whole(comm, g):
     """(rows, adjncy, adjwgt, vwgt) of the whole level on rank 0."""
-    return gather(comm, g.rows() + g.first(comm)), gather(comm, g.adjncy), gather(comm, g.adjwgt), gather(comm, g.vwgt)
+    return gather(comm, np.repeat(np.arange(g.nlocal, dtype=np.int64), np.diff(g.xadj)) + g.first(comm)), gather(comm, g.adjncy), gather(comm, g.adjwgt), gather(comm, g.vwgt)
 
 
 def check_level(fine, coarse, f2c, cap, failures, i):
@@ -144,7 +144,7 @@ def check_level(fine, coarse, f2c, cap, failures, i):
 def worker(out: str) -> int:
     from mpi4py import MPI
 
-    from distpart.assign.multilevel.coarsen import cluster_cap, coarsen
+    from distpart.assign.multilevel.coarsening import cluster_cap, coarsen
     comm = MPI.COMM_WORLD
     g = build_graph(comm)
     levels, maps = coarsen(comm, g, K, SEED, target=TARGET)

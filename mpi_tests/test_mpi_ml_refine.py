@@ -81,10 +81,10 @@ def worker(out: Path) -> None:
     from mpi4py import MPI
 
     from distpart.assign.multilevel.graph import Halo, LevelGraph, block_caps
-    from distpart.assign.multilevel.refine import jet as jet_module
-    from distpart.assign.multilevel.refine.balancer import rebalance
-    from distpart.assign.multilevel.refine.jet import jet
-    from distpart.assign.multilevel.refine.volume import volume_refine
+    from distpart.assign.multilevel.refinement import jet as jet_module
+    from distpart.assign.multilevel.refinement.balancer import rebalance
+    from distpart.assign.multilevel.refinement.jet import jet
+    from distpart.assign.multilevel.refinement.volume import volume_refine
 
     comm = MPI.COMM_WORLD
     size, rank = comm.Get_size(), comm.Get_rank()

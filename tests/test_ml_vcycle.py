@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from mpi4py import MPI
 
-import distpart.assign.multilevel as ml
-from distpart.assign.multilevel import coarsen as coarsen_module
-from distpart.assign.multilevel.coarsen import mesh_like
+import distpart.assign.multilevel.partitioner as ml
+from distpart.assign.multilevel.coarsening import hierarchy as coarsen_module
+from distpart.assign.multilevel.coarsening import mesh_like
 from distpart.assign.multilevel.graph import block_caps
 from test_ml_refine import cut_of, graph, grid_edges, weights_of
 

@@ -5,10 +5,12 @@
 partitioners need: `adjacency` builds the distributed CSR, `ordering` puts hubs first, `nonempty` fills empty partitions, `objective`
 weighs the edges by what training fetches (`--objective fetch`), `options`
 checks Step 1's option values while the command line is parsed,
-`balance` turns balance options into vertex weights, `parmetis` binds ParMETIS, `metis` binds
-serial METIS, `parhip` writes the graph KaMinPar reads and `kaminpar` runs it; `multilevel/`
-is our own distributed multilevel method. Dispatch and the checks import only
-`assignment` from here. `compute_assignment` below is the one place that picks a method.
+`balance` turns balance options into vertex weights, `native` is the ctypes plumbing of
+the METIS-family bindings, `metis` binds serial METIS, `parhip` writes the graph KaMinPar
+reads. The graph partitioners share one interface (`step1`): `parmetis` (ParMETIS),
+`kaminpar` (KaMinPar, run by rank 0) and `multilevel/` (our own distributed multilevel
+method). Dispatch and the checks import only `assignment` from here. `compute_assignment`
+below is the one place that picks a method.
 """
 from __future__ import annotations
 
@@ -53,16 +55,14 @@ def compute_assignment(comm: "Intracomm", meta: "GraphMeta", num_parts: int, met
     if method == "random":
         from .assignment import random_assignment
         assignment = random_assignment(comm, meta, num_parts, seed)
-    elif method == "kaminpar":
-        from .kaminpar import kaminpar_assignment
-        assignment = kaminpar_assignment(comm, meta, num_parts, balance, seed, max_bytes, progress, threads,
-                                         work_dir)
-    elif method == "multilevel":
-        from .multilevel import multilevel_assignment
-        assignment = multilevel_assignment(comm, meta, num_parts, balance, seed, max_bytes, progress, vcycles,
-                                           objective)
     else:
-        from .assignment import parmetis_assignment
-        assignment = parmetis_assignment(comm, meta, num_parts, balance, seed, max_bytes, progress,
-                                         vertex_order)
+        from importlib import import_module
+
+        from ..run.progress import Progress
+        from .step1 import run_method
+        options = {"kaminpar": dict(threads=threads, work_dir=work_dir),
+                   "multilevel": dict(vcycles=vcycles, objective=objective),
+                   "parmetis": dict(vertex_order=vertex_order)}[method]
+        assignment = run_method(comm, meta, num_parts, balance, import_module(f".{method}", __name__), seed,
+                                max_bytes, progress or Progress.off(), **options)
     return fill_empty_partitions(comm, meta, assignment, progress)

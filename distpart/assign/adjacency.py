@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, List, Optional
 
 import numpy as np
 
-from ..arrays import offsets, sorted_unique
+from ..arrays import offsets, owner_of, sorted_unique
 from ..chunked.blocks import edge_pieces
 from ..mpi.exchange import DEFAULT_MAX_BYTES, exchange, lookup
 from ..chunked.metadata import GraphMeta
@@ -105,7 +105,7 @@ def _build_csr(comm: Intracomm, meta: GraphMeta, max_bytes: int, progress: Progr
             is_in = np.zeros(len(first), np.uint8)
             is_in[:len(v)] = 1
             del u, v, loop
-            owner = np.searchsorted(vtxdist, first, side="right") - 1
+            owner = owner_of(vtxdist, first)
             (r, c, i), _ = exchange(comm, owner, [first, second, is_in], max_bytes)
             del first, second, is_in, owner
             r -= lo

@@ -24,16 +24,13 @@ from ..chunked.blocks import rank_bounds
 from ..mpi.collective import agreed
 from ..errors import InputError
 from ..mpi.exchange import allreduce_max, allreduce_sum, exscan_sum
-from ..mpi.exchange import DEFAULT_MAX_BYTES
 from ..chunked.metadata import GraphMeta, read_json
 from ..paths import file_in
-from ..run.progress import Progress
 from ..chunked.readers import block_bounds, read_csv_ints
 from ..mpi.files import open_for_writing, write_at
 
 if TYPE_CHECKING:
     from mpi4py.MPI import Intracomm
-    from .balance import BalanceOptions
 
 META_FILE = "partition_meta.json"
 
@@ -79,77 +76,6 @@ def random_assignment(comm: Intracomm, meta: GraphMeta, num_parts: int, seed: in
     return Assignment(num_parts, "random", blocks)
 
 
-# ---------------------------------------------------------------- parmetis
-
-# Seconds per adjacency entry held by a rank, to estimate how long ParMETIS will take for
-# the progress ETA (measured on 2-core nodes: 1.4 us on a random graph, 3.4 us on RMAT).
-PARMETIS_S_PER_ARC = 2.5e-6
-
-
-def parmetis_assignment(comm: Intracomm, meta: GraphMeta, num_parts: int, balance: "BalanceOptions",
-                        seed: int = 0, max_bytes: int = DEFAULT_MAX_BYTES,
-                        progress: Optional[Progress] = None, vertex_order: str = "degree") -> Assignment:
-    """ParMETIS on the symmetrized homogeneous graph, split back into per-type blocks. Collective.
-
-    `vertex_order` "degree" hands ParMETIS the vertices hubs first (see `ordering`: far
-    smaller cuts on power-law graphs); "input" in the input's order.
-    """
-    progress = progress or Progress.off()
-    from . import parmetis
-    from .adjacency import build_csr, type_offsets
-    from .balance import check_options, usable_constraints, vertex_weights
-    from ..mpi.exchange import lookup
-    from .ordering import degrees, hubs_first
-
-    with agreed(comm):
-        check_options(meta, balance)
-        lib = parmetis.load()
-    offsets = type_offsets(meta)
-    vtxdist = block_bounds(int(offsets[-1]), comm.Get_size())
-    lo, hi = int(vtxdist[comm.Get_rank()]), int(vtxdist[comm.Get_rank() + 1])
-    numbering = in_degree = None
-    if vertex_order == "degree":
-        degree, in_degree = degrees(comm, meta, max_bytes, progress)
-        numbering = hubs_first(comm, degree)
-        del degree
-    csr = build_csr(comm, meta, max_bytes, progress, index_dtype=lib.idx_dtype, numbering=numbering)
-    with agreed(comm):
-        vwgt, names = vertex_weights(meta, balance, offsets, lo, hi,
-                                     csr.in_degree if in_degree is None else in_degree)
-    keep, notes = usable_constraints(allreduce_sum(comm, vwgt.sum(axis=0)), names, num_parts,
-                                     balance.imbalances(names))
-    if comm.Get_rank() == 0:
-        for note in notes:
-            print(f"assign: constraint {note}", flush=True)
-    vwgt, names = vwgt[:, keep], [n for n, k in zip(names, keep) if k]
-    if names == ["nodes"] or vwgt.shape[1] == 0:
-        vwgt = None  # plain node balance is ParMETIS's default: no weights needed
-    elif numbering is not None:
-        vwgt = _renumbered_rows(comm, vwgt, numbering.new_ids, numbering.bounds, max_bytes)
-    estimate = 1.0 + PARMETIS_S_PER_ARC * len(csr.adjncy)
-    with agreed(comm), progress.opaque("ParMETIS_V3_PartKway", estimate):
-        part = parmetis.part_kway(lib, comm, csr.vtxdist, csr.xadj, csr.adjncy, vwgt, num_parts,
-                                  balance.imbalances(names) if vwgt is not None else balance.imbalance, seed)
-    del csr, vwgt
-    if numbering is not None:  # back to the input's numbering
-        part = lookup(comm, numbering.new_ids, numbering.bounds, part, max_bytes)
-    return split_by_type(comm, meta, num_parts, "metis", part, lo, hi)
-
-
-def split_by_type(comm: Intracomm, meta: GraphMeta, num_parts: int, algo_name: str,
-                  part: np.ndarray, lo: int, hi: int) -> Assignment:
-    """The Assignment whose partitions of homogeneous IDs [lo, hi) (node types one after the
-    other, as the partitioners number them) are `part`: one NodeBlock per type. Collective."""
-    from .adjacency import type_offsets
-    offsets = type_offsets(meta)
-    blocks = {}
-    for t, ntype in enumerate(meta.node_types):
-        n = meta.num_nodes(ntype)
-        a, b = (int(np.clip(x - offsets[t], 0, n)) for x in (lo, hi))
-        blocks[ntype] = NodeBlock(a, part[a + offsets[t] - lo: b + offsets[t] - lo], rank_bounds(comm, a, n))
-    return Assignment(num_parts, algo_name, blocks)
-
-
 def fingerprint(comm: Intracomm, assignment: Assignment, meta: GraphMeta) -> str:
     """A digest of the whole assignment that does not depend on how it is split across ranks
     (what resumed runs compare). Collective."""
@@ -157,19 +83,6 @@ def fingerprint(comm: Intracomm, assignment: Assignment, meta: GraphMeta) -> str
     local = sum(assignment_digest(t, assignment.blocks[n].start, assignment.blocks[n].parts)
                 for t, n in enumerate(meta.node_types))
     return assignment_fingerprint(comm.allreduce(local), assignment.num_parts)
-
-
-def _renumbered_rows(comm: Intracomm, rows: np.ndarray, new_ids: np.ndarray, bounds: np.ndarray,
-                     max_bytes: int) -> np.ndarray:
-    """Per-vertex rows moved from the input's numbering to the new one, whose blocks are
-    `bounds`. Collective."""
-    from ..mpi.exchange import exchange
-    owner = np.searchsorted(bounds, new_ids, side="right") - 1
-    (ids, got), _ = exchange(comm, owner, [new_ids, rows], max_bytes)
-    lo, hi = int(bounds[comm.Get_rank()]), int(bounds[comm.Get_rank() + 1])
-    out = np.empty((hi - lo, *rows.shape[1:]), dtype=rows.dtype)
-    out[ids - lo] = got
-    return out
 
 
 # ---------------------------------------------------------------- files

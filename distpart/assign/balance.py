@@ -15,6 +15,7 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ..arrays import owner_of
 from ..errors import InputError
 from .options import imbalance_problem
 from ..chunked.metadata import GraphMeta
@@ -84,7 +85,7 @@ def vertex_weights(meta: GraphMeta, opts: BalanceOptions, offsets: np.ndarray, l
     """(weights of homogeneous vertices [lo, hi), shape (hi - lo, ncon), int64; column names)."""
     n = hi - lo
     ids = np.arange(lo, hi, dtype=np.int64)
-    types = np.searchsorted(offsets, ids, side="right") - 1
+    types = owner_of(offsets, ids)
     columns: List[np.ndarray] = []
     names: List[str] = []
     if opts.ntypes:

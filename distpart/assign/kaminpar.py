@@ -7,7 +7,7 @@ into a work folder on the shared file system, `ASSIGN_DIR/.distpart-kaminpar/` (
 afterwards, also on error; a leftover of a killed run is cleared by the next one, which
 holds the folder's lock). Rank 0 then runs KaMinPar in a child process, on every CPU its
 node lets it use (`--threads`, default all of them), and the partition is scattered back in
-vertex blocks and split into per-type blocks like ParMETIS's. KaMinPar runs with its "eco"
+vertex blocks (`partition`, the `step1` interface). KaMinPar runs with its "eco"
 preset (see CONTEXT): quality first.
 
 Why a child process: the `kaminpar` binding holds the GIL for the whole partitioning, which
@@ -36,17 +36,18 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, List, Optional, Sequence, Set
+from typing import TYPE_CHECKING, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
 from ..errors import DistpartError, InputError, OutputError
 from ..mpi.exchange import DEFAULT_MAX_BYTES
+from .step1 import Setup
 
 if TYPE_CHECKING:
     from mpi4py.MPI import Intracomm, Request
-    from .assignment import Assignment
     from .balance import BalanceOptions
+    from .step1 import Step1Graph
     from ..chunked.metadata import GraphMeta
     from ..run.progress import Progress
 
@@ -55,25 +56,21 @@ GRAPH_FILE = "graph.parhip"
 PARTITION_FILE = "partition.npy"
 INSTALL_HINT = "pip install 'distpart[kaminpar]'"
 
-# KaMinPar's preset. "eco" rather than "default": on a 200k-node/2M-edge RMAT graph into 4
-# parts it cut 20% of the edges against default's 47% (ParMETIS hubs first: 42%, serial
-# METIS: 26.5%), and on community and random graphs it stayed within 0.1% of default or
-# cut less (up to 13%), at 2-20x default's time ("strong" gained another 5% on RMAT for 1.2-2.6x eco's time).
+# KaMinPar's preset, here and for the multilevel method's coarsest graph: "eco" cuts far
+# fewer edges than "default" on RMAT and no more elsewhere, at 2-20x its time
+# (benchmarks/bench_assign.py; the runs are in the git log).
 CONTEXT = "eco"
 
-# Peak memory of the KaMinPar process, in bytes: per vertex, per adjacency entry, fixed.
-# Measured (kaminpar 3.7.3, default and eco presets, k = 4..256, 1-4 threads) on synthetic
-# graphs of 0.3M-4M vertices and 19M-24M adjacency entries: peak RSS 440-885 MB, which
-# this formula exceeds by 1.1-1.9x. It covers load_graph (which maps the file and copies it),
-# the multilevel hierarchy, and the partition returned as a Python list plus its array.
+# Peak memory of the KaMinPar process, in bytes: per vertex, per adjacency entry, fixed. An
+# upper bound of the peak RSS measured with kaminpar 3.7.3 on 0.3M-4M-vertex graphs (load,
+# hierarchy and the returned partition; child_peak_rss_mb of benchmarks/bench_assign.py).
 MEMORY_PER_VERTEX = 64
 MEMORY_PER_WEIGHT = 16
 MEMORY_PER_ENTRY = 40
 MEMORY_FIXED = 128 << 20
 
-# Seconds per adjacency entry for one thread, for the progress ETA; k adds a log factor.
-# Measured with the eco preset on this 2-core machine: 0.7-15 us per entry and thread at
-# k = 4 (27-145 s for 19M-24M entries on 2 threads), 1.4-6x that at k = 64.
+# Seconds per adjacency entry for one thread, for the progress ETA (rough, the eco preset on a
+# 2-core machine, benchmarks/bench_assign.py); k adds a log factor.
 S_PER_ENTRY = 3e-6
 
 _POLL_S = 0.05  # how often waiting ranks look at the Ibarrier: negligible CPU, little delay
@@ -170,46 +167,53 @@ def kaminpar_installed() -> None:
         raise InputError(None, f"--method kaminpar needs the kaminpar package: {INSTALL_HINT}")
 
 
-# ---------------------------------------------------------------- the collective driver
+# ---------------------------------------------------------------- the Step 1 method
 
-def kaminpar_assignment(comm: Intracomm, meta: GraphMeta, num_parts: int, balance: BalanceOptions,
-                        seed: int = 0, max_bytes: int = DEFAULT_MAX_BYTES, progress: Optional[Progress] = None,
-                        threads: Optional[int] = None, work_dir: "str | Path" = ".") -> Assignment:
-    """KaMinPar on the symmetrized homogeneous graph, split back into per-type blocks.
-    Collective; `work_dir` (the assignment folder) must be on a file system every rank sees."""
-    from .adjacency import build_csr
-    from .assignment import split_by_type
-    from .balance import check_options, usable_constraints
+ALGO_NAME = "kaminpar"
+
+
+def refuse_balance(meta: GraphMeta, balance: BalanceOptions) -> None:
+    """Refuse balance options that need more than one constraint (`weight_kind`)."""
+    weight_kind(meta, balance)
+
+
+def setup(meta: GraphMeta, balance: BalanceOptions, rank: int, threads: Optional[int] = None,
+          work_dir: "str | Path" = ".") -> "Setup":
+    """KaMinPar's weights: in-degrees with --balance-edges, else node counts. `work_dir` (the
+    assignment folder) must be on a file system every rank sees."""
+    if threads is not None and threads < 1:
+        raise InputError(None, f"--threads must be at least 1, got {threads}")
+    if rank == 0:
+        kaminpar_installed()
+    return Setup(weights=_in_degree_weights, context=(threads, work_dir))
+
+
+def _in_degree_weights(meta: GraphMeta, balance: BalanceOptions, offsets: np.ndarray, lo: int, hi: int,
+                       in_degree: np.ndarray) -> Tuple[np.ndarray, List[str]]:
+    """The one weight column KaMinPar balances besides node counts: in-degrees, if asked."""
+    if balance.edges:
+        return np.asarray(in_degree, dtype=np.int64).reshape(-1, 1), ["edges"]
+    return np.zeros((hi - lo, 0), dtype=np.int64), []
+
+
+def partition(comm: Intracomm, graph: "Step1Graph", vwgt: np.ndarray, k: int, imbalance: np.ndarray,
+              seed: int, setup: "Setup", max_bytes: int = DEFAULT_MAX_BYTES,
+              progress: Optional[Progress] = None) -> np.ndarray:
+    """KaMinPar's blocks of this rank's vertices, from rank 0's child. Collective."""
     from ..mpi.collective import agreed
     from ..mpi.exchange import allreduce_sum
     from .parhip import write_parhip
     from ..run.progress import Progress
 
     progress = progress or Progress.off()
+    threads, work_dir = setup.context
     rank = comm.Get_rank()
-    with agreed(comm):
-        kind = weight_kind(meta, balance)
-        check_options(meta, balance)
-        if threads is not None and threads < 1:
-            raise InputError(None, f"--threads must be at least 1, got {threads}")
-        if rank == 0:
-            kaminpar_installed()
-
-    csr = build_csr(comm, meta, max_bytes, progress)
+    csr, graph.csr = graph.csr, None
     vtxdist = np.asarray(csr.vtxdist, dtype=np.int64)
-    lo, hi = int(vtxdist[rank]), int(vtxdist[rank + 1])
     n = int(vtxdist[-1])
     m = int(allreduce_sum(comm, np.array([int(csr.xadj[-1]) - int(csr.xadj[0])]))[0])
-    weights = None
-    if kind == "edges":
-        weights = np.asarray(csr.in_degree, dtype=np.int64)
-        keep, notes = usable_constraints(allreduce_sum(comm, np.array([weights.sum()])), ["edges"],
-                                         num_parts, balance.imbalances(["edges"]))
-        if rank == 0:
-            for note in notes:
-                print(f"assign: constraint {note}", flush=True)
-        if not keep[0]:
-            weights = None  # no edges at all: plain node balance
+    weights = np.ascontiguousarray(vwgt[:, 0]) if graph.names == ["edges"] else None
+    del vwgt
 
     # What the ranks on rank 0's node free before KaMinPar starts counts as available.
     freed = _node_sum(comm, csr.xadj.nbytes + csr.adjncy.nbytes + csr.in_degree.nbytes)
@@ -229,25 +233,21 @@ def kaminpar_assignment(comm: Intracomm, meta: GraphMeta, num_parts: int, balanc
                 _fresh_folder(work)
         comm.Barrier()  # the folder exists before any rank opens a file in it
         write_parhip(comm, work / GRAPH_FILE, csr, weights)
-        weights_used = weights is not None
         del csr, weights  # rank 0's node needs the memory for KaMinPar
-        estimate = estimate_seconds(m, num_parts, nthreads)
+        estimate = estimate_seconds(m, k, nthreads)
         with agreed(comm), progress.opaque("KaMinPar", estimate):
             if rank == 0:
                 try:
-                    factor = float(balance.imbalances(["edges" if weights_used else "nodes"])[0])
-                    run_kaminpar(work / GRAPH_FILE, work / PARTITION_FILE, num_parts,
-                                 factor - 1.0, seed, nthreads, sorted(cpus), n)
+                    run_kaminpar(work / GRAPH_FILE, work / PARTITION_FILE, k,
+                                 float(imbalance[0]) - 1.0, seed, nthreads, sorted(cpus), n)
                 finally:
                     comm.Ibarrier().Wait()  # release the waiting ranks, also on failure
             else:
                 _wait_idle(comm.Ibarrier())
-        part = _scatter_partition(comm, work / PARTITION_FILE, vtxdist, max_bytes)
+        return _scatter_partition(comm, work / PARTITION_FILE, vtxdist, max_bytes)
     finally:
         if rank == 0:
             shutil.rmtree(work, ignore_errors=True)
-
-    return split_by_type(comm, meta, num_parts, "kaminpar", part, lo, hi)
 
 
 def _node_sum(comm: Intracomm, value: int) -> int:
@@ -330,6 +330,12 @@ def _die_with_parent() -> None:
         pass
 
 
+def solver(threads: int):
+    """A KaMinPar partitioner with CONTEXT on `threads` threads (needs the `kaminpar` package)."""
+    import kaminpar
+    return kaminpar.KaMinPar(threads, kaminpar.context_by_name(CONTEXT))
+
+
 def _child(argv: Sequence[str]) -> int:
     from ..run.signals import unblock_stops
     unblock_stops()  # rank 0 blocks them for its threads; a cancel must end KaMinPar too
@@ -346,8 +352,7 @@ def _child(argv: Sequence[str]) -> int:
     import kaminpar
     g = kaminpar.load_graph(graph, kaminpar.GraphFileFormat.PARHIP, compress=False)
     kaminpar.reseed(int(seed))
-    part = kaminpar.KaMinPar(int(threads), kaminpar.context_by_name(CONTEXT)).compute_partition(
-        g, int(num_parts), float(eps))
+    part = solver(int(threads)).compute_partition(g, int(num_parts), float(eps))
     del g
     np.save(out, np.asarray(part, dtype=np.int64))
     return 0

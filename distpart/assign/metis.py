@@ -21,14 +21,13 @@ necessary condition of symmetry; full symmetry is the caller's promise).
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 from typing import Dict, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from ..errors import DistpartError
-from .parmetis import NativeLibrary, _silenced, find_native, loaded_path
+from .native import NativeLibrary, find_native, loaded_path, padded, silenced
 
 INSTALL_HINT = "apt install libmetis5"
 
@@ -107,16 +106,11 @@ def _probe(lib: Metis) -> bool:
     """
     idx, real = lib.idx_dtype, lib.real_dtype
 
-    def padded(values, dtype):
-        a = np.zeros(2 * len(values), dtype=dtype)
-        a[:len(values)] = values
-        return a
-
     options = _options(lib, 0)
     args = [padded(v, idx) for v in ([4], [1], [0, 1, 3, 5, 6], [1, 0, 2, 1, 3, 2])]
     nparts, tpwgts, ubvec = padded([2], idx), padded([0.5, 0.5], real), padded([1.05], real)
     edgecut, part = padded([0], idx), padded([-1] * 4, idx)
-    with _silenced():
+    with silenced():
         rc = lib.handle.METIS_PartGraphKway(*map(_ptr, args), None, None, None, _ptr(nparts), _ptr(tpwgts),
                                             _ptr(ubvec), _ptr(options), _ptr(edgecut), _ptr(part))
     return rc == METIS_OK and sorted(part[:4].tolist()) == [0, 0, 1, 1] and bool((part[4:] == 0).all())

@@ -8,7 +8,7 @@ DGL's neighbour sampler takes it, from the training masks (`--train-mask`), the 
 node's rows saturating at one per mini-batch (DGL deduplicates a batch's input nodes, so a
 hub costs a trainer at most one row per batch). ../shared/design/training-objective.md has
 the measured facts this models. `--objective vol` keeps the cut's unit weights and then
-refines the total communication volume on the finest level (multilevel/refine/volume.py).
+refines the total communication volume on the finest level (multilevel/refinement/volume.py).
 
 The model, per epoch, with B mini-batches in all:
 * layer seeds: the training nodes, each once; a seed v takes each in-neighbour over edge
@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, List, Sequence, Tuple
 import numpy as np
 
 from ..chunked.blocks import edge_pieces
+from ..arrays import owner_of
 from ..errors import InputError
 from ..mpi.collective import agreed
 from ..mpi.exchange import DEFAULT_MAX_BYTES, allreduce_sum, exchange, lookup
@@ -120,7 +121,7 @@ def _in_edges(comm: "Intracomm", meta: "GraphMeta", offsets: np.ndarray, vtxdist
         for piece in edge_pieces(comm, meta, etype, max(1 << 10, max_bytes // 64)):
             u = piece.src + offsets[meta.ntype_id(etype.src)]
             v = piece.dst + offsets[meta.ntype_id(etype.dst)]
-            (u, v), _ = exchange(comm, np.searchsorted(vtxdist, v, side="right") - 1, [u, v], max_bytes)
+            (u, v), _ = exchange(comm, owner_of(vtxdist, v), [u, v], max_bytes)
             srcs.append(u)
             dsts.append((v - lo).astype(local))
         dst = np.concatenate(dsts)
@@ -187,7 +188,7 @@ def _sum_at_sources(comm: "Intracomm", edges: List[_InEdges], values, vtxdist: n
     out = np.zeros(hi - lo, dtype=np.int64)
     for e, at in _all_steps(comm, edges):
         src = e.src[at]
-        (u, w), _ = exchange(comm, np.searchsorted(vtxdist, src, side="right") - 1, [src, values(e, at)], max_bytes)
+        (u, w), _ = exchange(comm, owner_of(vtxdist, src), [src, values(e, at)], max_bytes)
         np.add.at(out, u - lo, w)
     return out
 
@@ -218,7 +219,7 @@ def _symmetric_weights(comm: "Intracomm", csr: "DistributedCSR", edges: List[_In
                          / float(1 << FIXED_BITS)).astype(np.int64)
         loop = u == v
         rows = np.concatenate([u[~loop], v[~loop]])
-        (r, c, w), _ = exchange(comm, np.searchsorted(vtxdist, rows, side="right") - 1,
+        (r, c, w), _ = exchange(comm, owner_of(vtxdist, rows),
                                 [rows, np.concatenate([v[~loop], u[~loop]]), np.concatenate([w[~loop], w[~loop]])],
                                 max_bytes)
         wanted = r * n + c

@@ -33,7 +33,7 @@ from ..mpi.exchange import DEFAULT_MAX_BYTES, allgather_int64, exchange
 from ..chunked.metadata import GraphMeta
 from ..run.progress import Progress
 from ..chunked.readers import block_bounds
-from ..arrays import new_node_ids
+from ..arrays import new_node_ids, owner_of
 
 if TYPE_CHECKING:
     from mpi4py.MPI import Intracomm
@@ -80,7 +80,7 @@ def _degrees(comm: Intracomm, meta: GraphMeta, max_bytes: int, progress: Progres
             is_in = np.zeros(len(ends), np.uint8)
             is_in[:len(piece.dst)] = 1
             del piece
-            (ids, flags), _ = exchange(comm, np.searchsorted(vtxdist, ends, side="right") - 1,
+            (ids, flags), _ = exchange(comm, owner_of(vtxdist, ends),
                                        [ends, is_in], max_bytes)
             ids -= lo
             degree += np.bincount(ids, minlength=hi - lo)

@@ -10,25 +10,33 @@ arrays of the wrong width would otherwise reach the library and fail far from th
 ("sum of tpwgts is not 1.0"). Before any call the binding checks that the library's own
 MPI is the one mpi4py initialised: a ParMETIS linked to another MPI would otherwise crash
 or hang deep inside a collective.
+
+`partition` is `--method parmetis` (the `step1` interface): ParMETIS_V3_PartKway on the
+graph `step1` builds, by default with the hubs first (`ordering`).
 """
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping, Optional, Tuple, Type
+from typing import TYPE_CHECKING, Mapping, Optional, Tuple
 
 import numpy as np
 
-from ..arrays import offsets
+from ..arrays import offsets, owner_of
 from ..errors import DistpartError
 from ..mpi.exchange import allreduce_max, allreduce_sum
+from .native import NativeLibrary, find_native, loaded_path, padded, silenced
+from .step1 import Setup
 
 if TYPE_CHECKING:
     from mpi4py.MPI import Intracomm
+
+    from ..chunked.metadata import GraphMeta
+    from ..run.progress import Progress
+    from .balance import BalanceOptions
+    from .step1 import Step1Graph
 
 METIS_OK = 1
 _RETURN_CODES = {-2: "METIS_ERROR_INPUT (invalid input)", -3: "METIS_ERROR_MEMORY (out of memory)",
@@ -39,45 +47,8 @@ class ParMetisError(DistpartError):
     """ParMETIS is missing, incompatible, or failed."""
 
 
-@dataclass(frozen=True)
-class NativeLibrary:
-    """A loaded METIS-family library (ParMETIS, METIS) and the C types of its idx_t and real_t."""
-
-    path: str
-    handle: ctypes.CDLL
-    idx_bits: int
-    real_bits: int
-
-    @property
-    def idx_dtype(self) -> np.dtype:
-        return np.dtype(np.int32 if self.idx_bits == 32 else np.int64)
-
-    @property
-    def real_dtype(self) -> np.dtype:
-        return np.dtype(np.float32 if self.real_bits == 32 else np.float64)
-
-    @property
-    def idx_max(self) -> int:
-        return int(np.iinfo(self.idx_dtype).max)
-
-
 class ParMetisLibrary(NativeLibrary):
     """A loaded ParMETIS."""
-
-
-def find_native(env: Mapping[str, str], variable: str, name: str, error: Type[DistpartError],
-                missing: str) -> str:
-    """Path of a METIS-family library: `$variable` if set (it must exist), else the system's
-    `lib<name>`; else `error(missing)`."""
-    explicit = env.get(variable)
-    if explicit:
-        if not Path(explicit).is_file():
-            raise error(f"{variable}={explicit}: file does not exist")
-        return explicit
-    found = ctypes.util.find_library(name)
-    if found:
-        return found
-    raise error(missing)
 
 
 def find_library(env: Mapping[str, str] = os.environ) -> str:
@@ -115,25 +86,6 @@ def widths_from_header(path: str) -> dict:
             text = header.read_text(errors="replace")
             return dict(re.findall(r"#define\s+(IDXTYPEWIDTH|REALTYPEWIDTH)\s+(\d+)", text))
     return {}
-
-
-class _DlInfo(ctypes.Structure):
-    _fields_ = [("dli_fname", ctypes.c_char_p), ("dli_fbase", ctypes.c_void_p),
-                ("dli_sname", ctypes.c_char_p), ("dli_saddr", ctypes.c_void_p)]
-
-
-def loaded_path(handle: ctypes.CDLL, symbol: str, fallback: str) -> str:
-    """The file the dynamic loader really took `symbol` from (symlinks resolved)."""
-    try:
-        dladdr = ctypes.CDLL(None).dladdr
-    except AttributeError:
-        return fallback
-    dladdr.argtypes = [ctypes.c_void_p, ctypes.POINTER(_DlInfo)]
-    info = _DlInfo()
-    addr = ctypes.cast(getattr(handle, symbol), ctypes.c_void_p)
-    if not dladdr(addr, ctypes.byref(info)) or not info.dli_fname:
-        return fallback
-    return str(Path(os.fsdecode(info.dli_fname)).resolve())
 
 
 def load(env: Mapping[str, str] = os.environ) -> ParMetisLibrary:
@@ -180,11 +132,6 @@ def _probe(lib: ParMetisLibrary) -> bool:
 
     idx, real = lib.idx_dtype, lib.real_dtype
 
-    def padded(values, dtype):
-        a = np.zeros(2 * len(values), dtype=dtype)
-        a[:len(values)] = values
-        return a
-
     arrays = [padded(v, idx) for v in ([0, 4], [0, 1, 3, 5, 6], [1, 0, 2, 1, 3, 2])]
     scalars = [padded([v], idx) for v in (0, 0, 1, 2)]  # wgtflag, numflag, ncon, nparts
     tpwgts, ubvec = padded([0.5, 0.5], real), padded([1.05], real)
@@ -195,34 +142,12 @@ def _probe(lib: ParMetisLibrary) -> bool:
 
     fn = lib.handle.ParMETIS_V3_PartKway
     fn.restype = ctypes.c_int
-    with _silenced():
+    with silenced():
         rc = fn(ptr(arrays[0]), ptr(arrays[1]), ptr(arrays[2]), None, None, *map(ptr, scalars),
                 ptr(tpwgts), ptr(ubvec), ptr(options), ptr(edgecut), ptr(part),
                 ctypes.c_void_p(MPI._addressof(MPI.COMM_SELF)))
     got = part[:4]
     return rc == METIS_OK and set(got.tolist()) == {0, 1} and bool((part[4:] == 0).all())
-
-
-class _silenced:
-    """Redirect file descriptors 1 and 2 to /dev/null (C code prints there, not to sys.stdout)."""
-
-    def __enter__(self):
-        import sys
-        for stream in (sys.stdout, sys.stderr):
-            stream.flush()
-        self._libc = ctypes.CDLL(None)
-        self._saved = [os.dup(1), os.dup(2)]
-        null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, 1)
-        os.dup2(null, 2)
-        os.close(null)
-
-    def __exit__(self, *exc):
-        self._libc.fflush(None)
-        for fd, saved in zip((1, 2), self._saved):
-            os.dup2(saved, fd)
-            os.close(saved)
-        return False
 
 
 def check_same_mpi(lib: ParMetisLibrary) -> None:
@@ -325,3 +250,52 @@ def part_kway(lib: ParMetisLibrary, comm: Intracomm, vtxdist: np.ndarray, xadj: 
         raise ParMetisError(f"ParMETIS_V3_PartKway returned {rc}: {_RETURN_CODES.get(rc, 'unknown error')}")
     return arrays["part"][:nloc].astype(np.int64)
 
+
+# ---------------------------------------------------------------- the Step 1 method
+
+ALGO_NAME = "metis"   # DGL's name for a ParMETIS assignment in partition_meta.json
+# Seconds per adjacency entry held by a rank, for the progress ETA (rough, 2-core nodes:
+# between a random graph's and RMAT's).
+S_PER_ARC = 2.5e-6
+
+
+def setup(meta: "GraphMeta", balance: "BalanceOptions", rank: int, vertex_order: str = "degree") -> "Setup":
+    """The loaded library; the CSR in its idx_t. `vertex_order` "degree" hands ParMETIS the
+    vertices hubs first (see `ordering`: far smaller cuts on power-law graphs); "input" in
+    the input's order."""
+    lib = load()
+    return Setup(index_dtype=lib.idx_dtype, vertex_order=vertex_order, context=lib)
+
+
+def partition(comm: "Intracomm", graph: "Step1Graph", vwgt: np.ndarray, k: int, imbalance: np.ndarray,
+              seed: int, setup: "Setup", max_bytes: int, progress: "Progress") -> np.ndarray:
+    """ParMETIS's blocks of this rank's input vertices. Collective."""
+    from ..mpi.collective import agreed
+    from ..mpi.exchange import lookup
+
+    lib, csr, numbering = setup.context, graph.csr, graph.numbering
+    if graph.names == ["nodes"]:
+        vwgt = None  # plain node balance is ParMETIS's default: no weights needed
+    elif numbering is not None:
+        vwgt = _renumbered_rows(comm, vwgt, numbering.new_ids, numbering.bounds, max_bytes)
+    graph.csr = None
+    estimate = 1.0 + S_PER_ARC * len(csr.adjncy)
+    with agreed(comm), progress.opaque("ParMETIS_V3_PartKway", estimate):
+        part = part_kway(lib, comm, csr.vtxdist, csr.xadj, csr.adjncy, vwgt, k,
+                         imbalance if vwgt is not None else float(imbalance[0]), seed)
+    del csr, vwgt
+    if numbering is not None:  # back to the input's numbering
+        part = lookup(comm, numbering.new_ids, numbering.bounds, part, max_bytes)
+    return part
+
+
+def _renumbered_rows(comm: "Intracomm", rows: np.ndarray, new_ids: np.ndarray, bounds: np.ndarray,
+                     max_bytes: int) -> np.ndarray:
+    """Per-vertex rows moved from the input's numbering to the new one, whose blocks are
+    `bounds`. Collective."""
+    from ..mpi.exchange import exchange
+    (ids, got), _ = exchange(comm, owner_of(bounds, new_ids), [new_ids, rows], max_bytes)
+    lo, hi = int(bounds[comm.Get_rank()]), int(bounds[comm.Get_rank() + 1])
+    out = np.empty((hi - lo, *rows.shape[1:]), dtype=rows.dtype)
+    out[ids - lo] = got
+    return out

@@ -11,6 +11,9 @@ A `Halo` maps the columns to "extended local" indices (own vertices 0..nlocal-1,
 ghosts: the distinct neighbours owned by other ranks, ascending by global ID) and refreshes a
 per-vertex value for the ghosts with one `Alltoallv`. `col` is that mapping of `adjncy`, so a
 neighbour's value is `ext[halo.col]` where `ext = halo.extend(comm, local_values)`.
+
+Also the facts every stage of the method shares: what a hub is (`HUB_SKEW`), how many edges
+a stage handles at once, and a block's share of a total (`share_of`, `block_caps`).
 """
 from __future__ import annotations
 
@@ -19,11 +22,20 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...arrays import group_by_owner, sorted_unique
+from ...arrays import group_by_owner, owner_of, sorted_unique
 from ...mpi.exchange import DEFAULT_MAX_BYTES, alltoallv_grouped, allreduce_sum
 
 if TYPE_CHECKING:
     from mpi4py.MPI import Intracomm
+
+# A graph whose top degree is at most this many times its average has no hubs (coarsening
+# clusters it in pairs); above it, refinement prices a vertex's move by its degree alone.
+HUB_SKEW = 8
+# Adjacency entries one step handles at a time, to bound its temporaries. Contraction holds
+# the run's memory peak, so its pieces are smaller than the afterburner's; neither changes
+# a result (the pieces are summed or handled independently).
+CONTRACT_PIECE = 1 << 20
+AFTERBURNER_PIECE = 1 << 22
 
 
 @dataclass
@@ -59,13 +71,13 @@ class LevelGraph:
     def ncon(self) -> int:
         return self.vwgt.shape[1]
 
-    def rows(self) -> np.ndarray:
-        """Local row index of every adjacency entry."""
-        return np.repeat(np.arange(self.nlocal, dtype=np.int64), np.diff(self.xadj))
-
     def owner(self, ids: np.ndarray) -> np.ndarray:
         """Rank owning each global vertex ID."""
-        return np.searchsorted(self.vtxdist, ids, side="right") - 1
+        return owner_of(self.vtxdist, ids)
+
+    def global_entries(self, comm: "Intracomm") -> int:
+        """Adjacency entries over all ranks (twice the edges). Collective."""
+        return int(allreduce_sum(comm, np.array([len(self.adjncy)]))[0])
 
     def first(self, comm: "Intracomm") -> int:
         """Global ID of this rank's first vertex."""
@@ -124,8 +136,14 @@ def block_caps(total: np.ndarray, k: int, imbalance: "float | np.ndarray") -> np
     or one per column."""
     total = np.asarray(total, dtype=np.int64)
     # Above k the cap is the whole total anyway; capping first keeps the product inside int64.
-    cap = np.floor(np.minimum(imbalance, k) * total / k + 1e-9)
-    return np.minimum(np.maximum(cap.astype(np.int64), -(-total // k)), total)
+    cap = share_of(total, np.minimum(imbalance, k), k)
+    return np.minimum(np.maximum(cap, -(-total // k)), total)
+
+
+def share_of(total: np.ndarray, factor: "float | np.ndarray", k: int) -> np.ndarray:
+    """floor(factor * total / k) as int64, per column: `factor` average blocks of `total`
+    (the 1e-9 keeps a product that is an integer from rounding just below it)."""
+    return np.floor(factor * np.asarray(total, dtype=np.int64) / k + 1e-9).astype(np.int64)
 
 
 def block_weights(comm: "Intracomm", g: LevelGraph, parts: np.ndarray, k: int) -> np.ndarray:

@@ -4,7 +4,7 @@ The coarsest level is small (about 2000 * k vertices), so every rank receives al
 (one `Allgatherv` per array, in global-ID order, each row's neighbours sorted: the gathered
 graph is then the same bytes whatever the number of ranks R). The tries are a fixed list —
 METIS k-way (`..metis`, ncon = every balance constraint) with seeds derived from `seed` at
-two ubvec tightnesses, plus KaMinPar (eco preset, one thread, in-process) when there is one
+two ubvec tightnesses, plus KaMinPar (`kaminpar.CONTEXT` preset, one thread, in-process) when there is one
 constraint and the `kaminpar` package is importable on every rank — dealt round-robin to
 the ranks, so R ranks run them in parallel. Each try is scored on every constraint against
 `graph.block_caps`: a partition within every cap beats any that is not; then the smaller
@@ -36,12 +36,10 @@ METIS_TRIES = 8       # at most; fewer on large coarsest graphs (see metis_tries
 MIN_METIS_TRIES = 2
 TRY_BUDGET_S = 4.0    # METIS seconds one rank may spend on all tries, by the estimate below
 # METIS k-way time per try ~ A * entries * ncon * (1 + log2 k) + B * n * k * ncon, fitted on
-# this 2-core machine to 8000-vertex coarse graphs (a contracted grid, 32k adjacency entries,
-# and a contracted 200k RMAT, 3M entries), k = 4 and 32, ncon = 1 and 3: 15 ms to 3.1 s.
+# a 2-core machine to the coarsest graphs of a grid and of RMAT 200k (k = 4, 32; ncon = 1, 3).
 _A_S, _B_S = 5e-8, 5.5e-7
 # ubvec - 1 as a share of imbalance - 1, by try parity: most room first, then tighter.
 UB_SHARES = (0.8, 0.5)
-KAMINPAR_CONTEXT = "eco"
 # Relative overload in units of 1e-9 of a cap: an integer, so scores sum exactly.
 _OVERLOAD_SCALE = 10**9
 
@@ -223,13 +221,14 @@ def kaminpar_partition(g: WholeGraph, k: int, cap: int, seed: int) -> np.ndarray
     from files only, so the graph goes through a ParHIP file in a private temporary folder."""
     import kaminpar
 
+    from ..kaminpar import solver
+
     with tempfile.TemporaryDirectory(prefix="distpart-initial-") as tmp:
         path = Path(tmp) / "coarsest.parhip"
         write_weighted_parhip(path, g)
         graph = kaminpar.load_graph(str(path), kaminpar.GraphFileFormat.PARHIP, compress=False)
     kaminpar.reseed(int(seed))
-    solver = kaminpar.KaMinPar(1, kaminpar.context_by_name(KAMINPAR_CONTEXT))
-    parts = np.asarray(solver.compute_partition(graph, [int(cap)] * k), dtype=np.int64)
+    parts = np.asarray(solver(1).compute_partition(graph, [int(cap)] * k), dtype=np.int64)
     if parts.shape != (g.n,) or (g.n and (parts.min() < 0 or parts.max() >= k)):
         raise ValueError("KaMinPar returned an invalid partition")
     return parts

@@ -1,4 +1,4 @@
-"""Coarsening for `--method multilevel`: size-constrained label propagation, then contraction.
+"""Size-constrained label propagation: the clustering of one level (`cluster`).
 
 `cluster` gives every vertex a cluster, named by a vertex ID (at first each vertex its own).
 It runs rounds of synchronous label propagation over pseudo-random batches of vertices; a
@@ -6,62 +6,31 @@ vertex joins the neighbouring cluster it is most strongly connected to among tho
 stay within the cap in every constraint, and the rank owning the cluster's name admits the
 moves into it by gain, as a prefix that keeps it under the cap. Vertices still alone at the
 end are grouped with other lonely vertices that wanted the same cluster (isolated vertices:
-with the isolated vertices next to them in global ID order), again under the cap. `contract` turns the
-clusters into the next, coarser `LevelGraph`; `coarsen` repeats both until the graph is small.
-
-Mesh-like levels (no hubs: top degree at most PAIR_SKEW times the average; meshes, road
-networks) are clustered in pairs: no cluster weighs more than twice the level's heaviest
-vertex, so a level about halves the graph, as METIS's matching does. Label propagation's
-large clusters on a mesh are ragged blobs whose boundaries the cut must then follow (torus
-200k, k = 4: 2354 cut edges against 2282 in pairs). On graphs with hubs pairs barely shrink the
-edges (a hub takes one leaf per level: RMAT 200k, 3% fewer edges per level, 5x the time) and
-the cut gains nothing or loses (the Debian graph, all four constraints: 19.96% -> 23.24%), so
-there the size cap alone bounds clusters, as in KaHIP's presets for social networks.
-`coarsen_within` builds a hierarchy whose clusters stay inside the blocks of a given partition,
-for a V-cycle (`multilevel_partition`).
+with the isolated vertices next to them in global ID order), again under the cap.
 
 Every decision is a function of global vertex IDs, the seed and integer weights, never of
-the rank count or of the order rows arrive in: the hierarchy is the same on any number of
-ranks (mpi_tests/test_mpi_ml_coarsen.py checks it on 1, 2 and 4). Numpy only: connection
-weights are one sort of packed (cluster, row, weight) integers per batch instead of a sparse
-product (scipy is not a dependency), and contraction is the same on (coarse u, coarse v,
-weight).
-
-Design: ../shared/design/step1-multilevel.md, section "Coarsening".
+the rank count or of the order rows arrive in. Numpy only: connection weights are one sort
+of packed (cluster, row, weight) integers per batch (`arrays.sum_pairs`) instead of a sparse
+product (scipy is not a dependency).
 """
 from __future__ import annotations
 
-import time
-from typing import TYPE_CHECKING, List, Optional, Tuple
+from typing import TYPE_CHECKING, Optional, Tuple
 
 import numpy as np
 
-from ...arrays import GOLDEN64, sorted_unique, splitmix64
-from ...chunked.readers import block_bounds
-from ...mpi.exchange import allreduce_max, allreduce_sum, exchange, exscan_sum, lookup
-from ...run.heap import reused_heap
-from .graph import Halo, LevelGraph
+from ....arrays import GOLDEN64, runs, segment_starts, splitmix64, sum_pairs
+from ....mpi.exchange import allreduce_max, allreduce_sum, exchange, lookup
+from ..graph import Halo, LevelGraph, share_of
 
 if TYPE_CHECKING:
     from mpi4py.MPI import Intracomm
 
-    from ...run.progress import Progress
-
-# A cluster may weigh CLUSTER_EPS / k of the total in each constraint, never less than the
-# heaviest vertex: KaMinPar's rule (eps * total / k), with eps = 0.1 rather than KaMinPar's
-# 0.03, so a cluster is at most a tenth of a block. Measured, k = 4, coarsest graph partitioned
-# (KaMinPar; METIS ncon via initial.py) and projected without refinement, cut % for eps
-# 0.03 / 0.1 / 0.2: RMAT 2M 37.6 / 28.3 / 28.7, RMAT 200k 44.3 / 35.6 / 36.9 (1.0: 32.5
-# but 1.31 imbalance), 100 communities 200k 9.3 / 8.7 / 8.7, torus 0.6 for all; RMAT 200k
-# with 3 and 4 constraints 65.3 / 59.9 and 67.4 / 67.3, every constraint as balanced.
+# A cluster may weigh this share of a block (eps * total / k, KaMinPar's rule with eps 0.1
+# instead of 0.03): the smallest projected cut on RMAT, community and torus graphs
+# (k = 4; chosen with benchmarks/bench_assign.py, see docs/03-step1.md).
 CLUSTER_EPS = 0.1
-TARGET_PER_BLOCK = 2000     # stop at about 2000 * k coarse vertices (design note)
-MIN_SHRINK_PERCENT = 5      # ... or when a level removes fewer than 5% of the vertices
-MAX_LEVELS = 64
 ISOLATED_SPAN = 1 << 16     # isolated vertices are grouped within aligned spans of global IDs
-PAIR_SKEW = 8               # levels whose top degree is at most this many times the average
-PAIR_FACTOR = 2             # ... are clustered in clusters of at most twice the heaviest vertex
-EDGE_PIECE = 1 << 20        # adjacency entries contracted at a time
 
 
 # ---------------------------------------------------------------- pure helpers
@@ -71,8 +40,7 @@ def cluster_cap(total: np.ndarray, k: int, max_vertex: np.ndarray, eps: Optional
     at least the heaviest vertex (every vertex must fit in a cluster of its own)."""
     eps = CLUSTER_EPS if eps is None else eps
     total = np.asarray(total, dtype=np.int64)
-    cap = np.floor(eps * total / max(int(k), 1) + 1e-9).astype(np.int64)
-    return np.maximum(cap, np.asarray(max_vertex, dtype=np.int64))
+    return np.maximum(share_of(total, eps, max(int(k), 1)), np.asarray(max_vertex, dtype=np.int64))
 
 
 def round_key(seed: int, level: int, rnd: int) -> np.uint64:
@@ -87,64 +55,6 @@ def batch_of(gids: np.ndarray, key: np.uint64, batches: int) -> np.ndarray:
     """Batch of each global vertex ID: a hash of (key, ID), so it never depends on the rank."""
     h = splitmix64(np.asarray(gids, dtype=np.int64).astype(np.uint64) ^ key)
     return (h % np.uint64(batches)).astype(np.int64)
-
-
-def _bits(x: int) -> int:
-    return max(int(x), 1).bit_length()
-
-
-def sum_pairs(a: np.ndarray, b: np.ndarray, w: np.ndarray, a_max: int, b_max: int
-              ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Distinct (a, b) pairs in ascending order with the summed weight of each; a, b are
-    non-negative ints at most a_max, b_max.
-
-    When a, b and the weights fit in 63 bits together they are packed into one int64 and
-    sorted by value (several times faster than an argsort); otherwise the pairs are argsorted
-    by a packed key, or lexsorted. All three give the same result."""
-    w = np.asarray(w, dtype=np.int64)
-    if len(w) == 0:
-        return np.empty(0, np.int64), np.empty(0, np.int64), w[:0].copy()
-    ab, bb = _bits(a_max), _bits(b_max)
-    wb = _bits(int(w.max()))
-    if ab + bb + wb <= 63 and int(w.min()) >= 0:
-        # In place, and a or b may be 32-bit: these are a batch's or a level's adjacency entries.
-        key = np.left_shift(a, bb + wb, dtype=np.int64)
-        key |= np.left_shift(b, wb, dtype=np.int64)
-        key |= w
-        del a, b
-        key.sort()
-        ws = key & np.int64((1 << wb) - 1)
-        key >>= wb
-    elif ab + bb <= 63:
-        key = np.left_shift(a, bb, dtype=np.int64)
-        key |= np.asarray(b, dtype=np.int64)
-        order = np.argsort(key)
-        key, ws = key[order], w[order]
-        del order
-    else:
-        a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
-        order = np.lexsort((b, a))
-        sa, sb, ws = a[order], b[order], w[order]
-        new = np.empty(len(sa), dtype=bool)
-        new[0] = True
-        new[1:] = (sa[1:] != sa[:-1]) | (sb[1:] != sb[:-1])
-        starts = np.flatnonzero(new)
-        return sa[starts], sb[starts], np.add.reduceat(ws, starts)
-    starts = segment_starts(key)
-    sums = np.add.reduceat(ws, starts)
-    del ws
-    key = key[starts]
-    return key >> bb, key & np.int64((1 << bb) - 1), sums
-
-
-def segment_starts(sorted_ids: np.ndarray) -> np.ndarray:
-    """Index of the first element of each run of equal values in a sorted array."""
-    if len(sorted_ids) == 0:
-        return np.empty(0, dtype=np.int64)
-    new = np.empty(len(sorted_ids), dtype=bool)
-    new[0] = True
-    np.not_equal(sorted_ids[1:], sorted_ids[:-1], out=new[1:])
-    return np.flatnonzero(new)
 
 
 def best_moves(row: np.ndarray, lab: np.ndarray, w: np.ndarray, own: np.ndarray, fits: np.ndarray
@@ -235,14 +145,6 @@ def _connections(g: LevelGraph, halo: Halo, ext_labels: np.ndarray, rows: np.nda
                      max(g.nlocal - 1, 0))
 
 
-def _runs(sorted_ids: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-    """(distinct values, index of each element's value among them) of a sorted array."""
-    starts = segment_starts(sorted_ids)
-    first = np.zeros(len(sorted_ids), dtype=np.int64)
-    first[starts[1:]] = 1
-    return sorted_ids[starts], np.cumsum(first)
-
-
 def _lp_batch(comm: "Intracomm", g: LevelGraph, halo: Halo, labels: np.ndarray, cw: np.ndarray,
               rows: np.ndarray, entries: np.ndarray, cap: np.ndarray, blocks: Optional[np.ndarray] = None) -> int:
     """One synchronous LP step of the vertices whose adjacency `entries` are given: choose,
@@ -262,7 +164,7 @@ def _lp_batch(comm: "Intracomm", g: LevelGraph, halo: Halo, labels: np.ndarray, 
     lab, row, w, is_own = lab[keep], row[keep], w[keep], is_own[keep]
     del keep, own_w
     other = np.flatnonzero(~is_own)
-    cands, idx = _runs(lab[other])
+    cands, idx = runs(lab[other])
     table = cw[:, :ncon] if blocks is None else np.column_stack([cw[:, :ncon], blocks])
     cand_w = lookup(comm, cands, g.vtxdist, table)
     fits = np.ones(len(lab), dtype=bool)
@@ -398,156 +300,3 @@ def cluster(comm: "Intracomm", g: LevelGraph, halo: Halo, max_weight: np.ndarray
             break
     _merge_lonely(comm, g, halo, labels, cw, cap, rows, int(left) - stop_at, round_key(seed, level, rounds), blocks)
     return labels
-
-
-# ---------------------------------------------------------------- contraction
-
-def contract(comm: "Intracomm", g: LevelGraph, halo: Halo, labels: np.ndarray, piece: int = EDGE_PIECE
-             ) -> Tuple[LevelGraph, np.ndarray]:
-    """The graph of the clusters: one coarse vertex per distinct label, numbered by the
-    label's rank among all labels (ascending), its weight the sum of its members', an edge
-    between two clusters weighing the sum of the fine edges between them (edges inside a
-    cluster vanish). Returns (coarse graph, fine-to-coarse global IDs of the local
-    vertices). Collective."""
-    nranks, rank, lo = comm.Get_size(), comm.Get_rank(), g.first(comm)
-    mine = sorted_unique(labels)
-    (named,), _ = exchange(comm, g.owner(mine), [mine])
-    used = np.zeros(g.nlocal, dtype=bool)
-    used[named - lo] = True
-    count = int(used.sum())
-    base = int(exscan_sum(comm, np.array([count]))[0])
-    nc = int(allreduce_sum(comm, np.array([count]))[0])
-    coarse_id = np.full(g.nlocal, -1, dtype=np.int64)
-    coarse_id[used] = base + np.arange(count, dtype=np.int64)
-    fine_to_coarse = lookup(comm, labels, g.vtxdist, coarse_id)
-    cdist = block_bounds(nc, nranks)
-    clo, cn = int(cdist[rank]), int(cdist[rank + 1] - cdist[rank])
-
-    def owner(ids: np.ndarray) -> np.ndarray:
-        return np.searchsorted(cdist, ids, side="right") - 1
-
-    # Vertex weights: summed here per coarse vertex, then at its owner.
-    order = np.argsort(fine_to_coarse, kind="stable")
-    fc = fine_to_coarse[order]
-    st = segment_starts(fc)
-    part = np.add.reduceat(g.vwgt[order], st, axis=0) if len(st) else g.vwgt[:0]
-    (ids, wts), _ = exchange(comm, owner(fc[st]), [fc[st], np.ascontiguousarray(part)])
-    vwgt = np.zeros((cn, g.ncon), dtype=np.int64)
-    np.add.at(vwgt, ids - clo, wts)
-    del order, fc, part
-
-    # Edges: both ends mapped, inside-cluster edges dropped, duplicates summed here and at
-    # the owner of the row (every rank sent its rows sorted; the owner merges them).
-    # The local rows go in pieces of about `piece` entries, each reduced at once, so the
-    # temporaries stay small next to the graph (coarse rows are far fewer than fine ones).
-    ext = halo.extend(comm, fine_to_coarse)
-    cuts = np.searchsorted(g.xadj, np.arange(1, -(-len(g.adjncy) // piece)) * piece)
-    bounds = sorted_unique(np.concatenate([[0], cuts, [g.nlocal]]))
-    pieces = []
-    for r0, r1 in zip(bounds[:-1], bounds[1:]):
-        e0, e1 = g.xadj[r0], g.xadj[r1]
-        cu = np.repeat(fine_to_coarse[r0:r1], np.diff(g.xadj[r0:r1 + 1]))
-        cv = ext[halo.col[e0:e1]]
-        keep = cu != cv
-        pieces.append(sum_pairs(cu[keep], cv[keep], g.adjwgt[e0:e1][keep], max(nc - 1, 0), max(nc - 1, 0)))
-        del cu, cv, keep
-    del ext
-    cu, cv, w = (np.concatenate([p[i] for p in pieces]) if pieces else np.empty(0, np.int64) for i in range(3))
-    if len(pieces) > 1:
-        cu, cv, w = sum_pairs(cu, cv, w, max(nc - 1, 0), max(nc - 1, 0))
-    del pieces
-    (ru, rv, rw), counts = exchange(comm, owner(cu), [cu, cv, w])
-    del cu, cv, w
-    if np.count_nonzero(counts) > 1:
-        ru, rv, rw = sum_pairs(ru, rv, rw, max(nc - 1, 0), max(nc - 1, 0))
-    xadj = np.zeros(cn + 1, dtype=np.int64)
-    np.cumsum(np.bincount(ru - clo, minlength=cn), out=xadj[1:])
-    coarse = LevelGraph(cdist, xadj, rv, rw, vwgt).with_totals(comm)
-    return coarse, fine_to_coarse
-
-
-# ---------------------------------------------------------------- the hierarchy
-
-def coarsen(comm: "Intracomm", g: LevelGraph, k: int, seed: int,
-            progress: "Optional[Progress]" = None, target: Optional[int] = None
-            ) -> Tuple[List[LevelGraph], List[np.ndarray]]:
-    """Cluster and contract until about `target` (default 2000 * k) vertices remain or a
-    level shrinks by less than 5%. Returns (levels, maps): levels[0] is `g`; maps[i] gives
-    the global ID in levels[i + 1] of each local vertex of levels[i]. Collective.
-
-    The cluster cap depends on k only (CLUSTER_EPS / k of the total, a tenth of a block),
-    not on --imbalance: the partition's slack does not limit how coarse a cluster may be, the
-    initial partitioner and the rebalancer handle it. Mesh-like levels are clustered in pairs
-    (module docstring)."""
-    levels, maps, _ = _hierarchy(comm, g, k, seed, progress, target, None, 0)
-    return levels, maps
-
-
-def coarsen_within(comm: "Intracomm", g: LevelGraph, k: int, seed: int, parts: np.ndarray, cycle: int,
-                   progress: "Optional[Progress]" = None, target: Optional[int] = None
-                   ) -> Tuple[List[LevelGraph], List[np.ndarray], np.ndarray]:
-    """`coarsen` with every cluster inside one block of `parts` (this rank's vertices' blocks):
-    the partition carries over to every level unchanged, cut included. Returns (levels, maps,
-    the blocks of the coarsest level's local vertices). `cycle` > 0 numbers the V-cycle, so
-    its label propagation draws other batches than the first hierarchy's. Collective."""
-    return _hierarchy(comm, g, k, seed, progress, target, np.asarray(parts, dtype=np.int64), cycle)
-
-
-def mesh_like(comm: "Intracomm", g: LevelGraph) -> bool:
-    """Whether `g` has no hubs: its top degree (neighbours, not edge weight) is at most
-    PAIR_SKEW times its average degree. Collective."""
-    arcs = int(allreduce_sum(comm, np.array([len(g.adjncy)]))[0])
-    top = int(allreduce_max(comm, np.array([np.diff(g.xadj).max(initial=0)]))[0])
-    return top * g.n <= PAIR_SKEW * arcs
-
-
-def heaviest(comm: "Intracomm", g: LevelGraph) -> np.ndarray:
-    """(ncon,) the largest vertex weight of `g` in each constraint. Collective."""
-    return allreduce_max(comm, g.vwgt.max(axis=0) if g.nlocal else np.zeros(g.ncon, dtype=np.int64))
-
-
-def carry_blocks(comm: "Intracomm", coarse: LevelGraph, fine_to_coarse: np.ndarray, blocks: np.ndarray) -> np.ndarray:
-    """Blocks of the coarse level's local vertices, from the fine vertices' blocks (every
-    cluster lies in one block). Collective."""
-    (ids, got), _ = exchange(comm, coarse.owner(fine_to_coarse), [fine_to_coarse, blocks])
-    out = np.zeros(coarse.nlocal, dtype=np.int64)
-    out[ids - coarse.first(comm)] = got
-    return out
-
-
-def _hierarchy(comm: "Intracomm", g: LevelGraph, k: int, seed: int, progress: "Optional[Progress]",
-               target: Optional[int], blocks: Optional[np.ndarray], cycle: int
-               ) -> Tuple[List[LevelGraph], List[np.ndarray], Optional[np.ndarray]]:
-    if g.total is None:
-        g.with_totals(comm)
-    target = TARGET_PER_BLOCK * k if target is None else int(target)
-    cap = cluster_cap(g.total, k, heaviest(comm, g))
-    levels, maps = [g], []
-    pairs = True   # until a level is dense; the levels above it are clustered by the cap alone
-    while levels[-1].n > target and len(levels) < MAX_LEVELS:
-        fine = levels[-1]
-        t0 = time.perf_counter()
-        pairs = pairs and mesh_like(comm, fine)
-        level_cap = cap
-        if pairs:
-            level_cap = np.minimum(cap, PAIR_FACTOR * heaviest(comm, fine))
-        halo = Halo.build(comm, fine)
-        with reused_heap():   # label propagation's rounds; not contraction (see run.heap)
-            labels = cluster(comm, fine, halo, level_cap, seed, cycle * MAX_LEVELS + len(levels) - 1,
-                             stop_at=target, blocks=blocks)
-        coarse, fine_to_coarse = contract(comm, fine, halo, labels)
-        del halo, labels
-        if coarse.n >= fine.n:
-            break
-        if blocks is not None:
-            blocks = carry_blocks(comm, coarse, fine_to_coarse, blocks)
-        levels.append(coarse)
-        maps.append(fine_to_coarse)
-        if progress is not None:
-            m = int(allreduce_sum(comm, np.array([len(coarse.adjncy)]))[0])
-            progress.say(f"coarsening level {len(levels) - 1}{'' if cycle == 0 else f' (V-cycle {cycle})'}: "
-                         f"{fine.n:,} -> {coarse.n:,} vertices, {m // 2:,} edges"
-                         f"{' in pairs' if pairs else ''} ({time.perf_counter() - t0:.1f} s)")
-        if coarse.n * 100 > (100 - MIN_SHRINK_PERCENT) * fine.n:
-            break
-    return levels, maps, blocks

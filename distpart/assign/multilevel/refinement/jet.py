@@ -7,7 +7,7 @@ candidate of higher priority (gain, then tie key) had moved, and keeps the moves
 gain (`afterburner`); movers are locked for the next iteration. Two halo exchanges (blocks,
 then candidates' targets and gains) and one Allreduce of block weights and cut per
 iteration; the rebalancer runs (REBALANCE_ROUNDS rounds) when the moves leave a block over
-its cap, and on the finest level one round of exchanges (`balancer.swap_state`) when that
+its cap, and on the finest level one round of exchanges (`swap.swap_state`) when that
 is not enough. An iteration the rebalancer cannot make feasible again is dropped (the next
 starts from the best partition), and MAX_FAILED of them in a row end the level, except on
 the finest level with several constraints: that level goes on in constrained mode, where
@@ -18,110 +18,137 @@ number of ranks.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Tuple
 
 import numpy as np
 
 from ....mpi.exchange import allreduce_sum, concat_ranges
-from ..graph import Halo, LevelGraph
-from .balancer import (Refinement, State, balance_state, chunks, column_sums, connections,
-                       priority_keys, swap_state, within_room)
+from ..graph import AFTERBURNER_PIECE, Halo, LevelGraph
+from .balancer import balance_state
+from .select import priority_keys, within_room
+from .state import Refinement, State, chunks, column_sums, connections
+from .swap import swap_state
 
 if TYPE_CHECKING:
     from mpi4py.MPI import Intracomm
 
 __all__ = ["jet", "candidates", "afterburner"]
 
+# Tuning values, chosen with benchmarks/bench_assign.py on the 200k graphs, RMAT 2M and the
+# Debian graph (results in benchmarks/results/assign_*.json; the runs are in the git log).
 COARSE_FACTOR = 0.75   # a candidate may lose up to this share of its own-block connection
 FINE_FACTOR = 0.25
 MIN_GAIN = 0.001       # an iteration counts as progress if it betters the best by 0.1%
 MAX_ITERATIONS = 1000  # a backstop only: the idle rule ends every run seen long before
-EDGE_PIECE = 1 << 22   # edges the afterburner handles at once
 MAX_FAILED = 2         # iterations in a row the rebalancer leaves infeasible before Jet stops
-# Rebalancer rounds after one Jet iteration: most iterations it repairs take 2-3, one it
-# cannot is dropped anyway, and a round costs about a second per 10M adjacency entries.
-# Measured against the default 100: the same cuts on every 200k graph and the Debian graph
-# (C3, 1.03 and 1.05); RMAT 200k C3 in 14 s of refinement instead of 35.
-REBALANCE_ROUNDS = 3
-# Exchanges (balancer.swap_state) after an iteration the rebalancer leaves at most this far
-# over (`overload`, in average blocks). Their wins were all below it; above it they moved
-# tens of thousands of vertices without repairing the iteration. RMAT 2M/20M with in-degree
-# balance: 67.60% cut either way, refinement 107 s without the bound, 81 s with it.
-SWAP_MAX_OVER = 0.02
-# Constrained mode (see `jet`) ends a level after CONSTRAINED_IDLE iterations without
-# MIN_GAIN progress or CONSTRAINED_ITERATIONS in all. An iteration there costs 2.5-4 s on
-# RMAT 2M/20M with 2 ranks (10-12 s when it needs the rebalancer), and the cut creeps down
-# by hundredths of a percent per iteration after the first ten (in-degree balance,
-# constrained from the first failed iteration on, seed 1: 66.75% after 10, 66.43% after 48
-# and 330 s; seed 2: 67.52% after 10, 66.60% after 27 and 222 s).
-CONSTRAINED_IDLE = 3
-CONSTRAINED_ITERATIONS = 10
+REBALANCE_ROUNDS = 3   # rebalancer rounds per iteration: the cuts of 100, in a third of the time
+SWAP_MAX_OVER = 0.02   # exchanges only this close to feasible (`overload`): above, they never won
+CONSTRAINED_IDLE = 3   # constrained mode: the cut creeps down by hundredths of a percent per
+CONSTRAINED_ITERATIONS = 10   # iteration after the first ten, at seconds each on RMAT 2M
+
+
+@dataclass
+class JetRun:
+    """Jet's loop on one level: the partition it goes on from, the best seen, and its counters."""
+
+    st: State                # where the next iteration starts
+    best: State              # the best partition seen (`State.better_than`)
+    mark: State              # the last partition that counted as progress (`progressed`)
+    locked: np.ndarray       # (nlocal,) bool: the last iteration's movers
+    left: int                # iterations left
+    idle_limit: int          # iterations in a row without progress that end the level
+    constrained: bool = False
+    idle: int = 0
+    failed: int = 0          # iterations in a row dropped (`keep`)
+    moved: int = -1          # vertices the last iteration moved, over all ranks
+    before: int = -1         # ... and the one before it
+
+    @classmethod
+    def start(cls, st: State, max_idle: int, max_iterations: int) -> "JetRun":
+        return cls(st, st, st, np.zeros(len(st.border), dtype=bool), max_iterations, max_idle)
+
+    @property
+    def going(self) -> bool:
+        return self.left > 0 and self.idle < self.idle_limit
+
+    def keep(self, st: State) -> bool:
+        """Take an iteration's result; True if it is dropped. An iteration the rebalancer
+        could not make feasible again while a feasible partition is known (seen with
+        in-degree balance on power-law graphs) is dropped: the next starts from the best."""
+        if st.better_than(self.best):
+            self.best = st
+        dropped = self.best.feasible and not st.feasible
+        self.failed = self.failed + 1 if dropped else 0
+        self.st = self.best if dropped else st
+        return dropped
+
+    def constrain(self, max_idle: int) -> None:
+        """Go on in constrained mode (`jet_moves`), where most iterations need no repair, from
+        the best partition and with nothing locked (the failed moves were undone). Only after
+        MAX_FAILED drops: unconstrained iterations that are kept often follow failed ones."""
+        self.constrained, self.idle, self.failed = True, 0, 0
+        self.idle_limit, self.left = min(max_idle, CONSTRAINED_IDLE), min(self.left, CONSTRAINED_ITERATIONS)
+        self.locked = np.zeros_like(self.locked)
+
+    def count_progress(self) -> None:
+        if progressed(self.st, self.mark):
+            self.mark, self.idle = self.st, 0
+        else:
+            self.idle += 1
+
+    @property
+    def at_fixed_point(self) -> bool:
+        """Nothing locked and nothing to move."""
+        return self.moved == 0 and self.before == 0
 
 
 def jet(comm: "Intracomm", g: LevelGraph, halo: Halo, parts: np.ndarray, k: int, caps: np.ndarray,
         seed: int = 0, finest: bool = False, max_idle: int = 12,
         max_iterations: int = MAX_ITERATIONS) -> np.ndarray:
     """Refined blocks of this rank's vertices: the least-cut partition within `caps` seen (the
-    least overloaded one if none is). Collective; the same for any R given (g, parts, seed)."""
+    least overloaded one if none is). Collective; the same for any R given (g, parts, seed).
+
+    MAX_FAILED dropped iterations in a row end the level, except on the finest level with
+    several constraints, which goes on in constrained mode (`JetRun.constrain`)."""
     ctx = Refinement(comm, g, halo, k, caps, seed)
     factor = FINE_FACTOR if finest else COARSE_FACTOR
     # Heavy coarse vertices overfill blocks the rebalancer then cannot empty, when several
     # constraints must fit at once: there, moves into a block are capped by its room.
     capped = not finest and g.ncon > 1
-    constrained = False
-    st = ctx.evaluate(comm, parts)
-    best = mark = st
-    locked = np.zeros(g.nlocal, dtype=bool)
-    idle, moved, failed = 0, -1, 0
-    idle_limit, left = max_idle, max_iterations   # both lowered in constrained mode
-    while left > 0 and idle < idle_limit:
-        left -= 1
-        movers, targets = jet_moves(comm, ctx, st, locked, factor, capped, constrained)
-        new = st.ext[:g.nlocal].copy()
-        new[movers] = targets
-        locked = np.zeros(g.nlocal, dtype=bool)
-        locked[movers] = True
-        st = ctx.evaluate(comm, new, (len(movers),))
-        moved, before = int(st.extra[0]), moved
-        if not st.feasible:
-            st = balance_state(comm, ctx, st, REBALANCE_ROUNDS)
-        if finest and not st.feasible and st.over <= SWAP_MAX_OVER:
-            # What is left is often what single moves cannot lower (see swap_moves).
-            st = swap_state(comm, ctx, st)
-        if st.better_than(best):
-            best = st
-        if best.feasible and not st.feasible:
-            # The rebalancer could not undo this iteration's moves (seen with in-degree
-            # balance on power-law graphs, where every iteration of a level ended so): go on
-            # from the best partition, and stop after a few such iterations in a row rather
-            # than spend every remaining one on the rebalancer for nothing.
-            failed += 1
-            if failed >= MAX_FAILED:
-                if not (finest and g.ncon > 1 and not constrained):
-                    break
-                # On the finest level with several constraints, where the level would end
-                # here, go on from the best partition in constrained mode (`jet_moves`),
-                # where most iterations need no repair. It keeps the best partition, so it
-                # only adds time. RMAT 2M/20M with in-degree balance, seeds 1-3: 67.60%,
-                # 68.15%, 69.58% (seed 3: not one iteration of the level kept, the cut
-                # stayed METIS's) -> 66.80%, 67.09%, 67.03%. Not sooner: switching at the
-                # first failure instead cut less on RMAT 2M but more on RMAT 200k and
-                # Debian (64.6% and 20.0% -> 66.7% and 21.8%), where unconstrained
-                # iterations that are kept follow failed ones. Nothing stays locked: the
-                # failed moves were undone.
-                constrained, idle, failed = True, 0, 0
-                idle_limit, left = min(max_idle, CONSTRAINED_IDLE), min(left, CONSTRAINED_ITERATIONS)
-                locked = np.zeros(g.nlocal, dtype=bool)
-            st = best
-        else:
-            failed = 0
-        if progressed(st, mark):
-            mark, idle = st, 0
-        else:
-            idle += 1
-        if moved == 0 and before == 0:   # nothing locked and nothing to move: a fixed point
+    may_constrain = finest and g.ncon > 1
+    run = JetRun.start(ctx.evaluate(comm, parts), max_idle, max_iterations)
+    while run.going:
+        run.left -= 1
+        dropped = run.keep(iteration(comm, ctx, run, factor, capped, finest))
+        if dropped and run.failed >= MAX_FAILED:
+            if not may_constrain or run.constrained:
+                break
+            run.constrain(max_idle)
+        run.count_progress()
+        if run.at_fixed_point:
             break
-    return best.ext[:g.nlocal].copy()
+    return run.best.ext[:g.nlocal].copy()
+
+
+def iteration(comm: "Intracomm", ctx: Refinement, run: JetRun, factor: float, capped: bool,
+              finest: bool) -> State:
+    """One Jet iteration from `run.st`: the moves (locked for the next iteration), then the
+    rebalancer if they overfill a block, and on the finest level the exchanges if that is
+    not enough. Collective."""
+    g = ctx.g
+    movers, targets = jet_moves(comm, ctx, run.st, run.locked, factor, capped, run.constrained)
+    parts = run.st.ext[:g.nlocal].copy()
+    parts[movers] = targets
+    run.locked = np.zeros(g.nlocal, dtype=bool)
+    run.locked[movers] = True
+    st = ctx.evaluate(comm, parts, (len(movers),))
+    run.before, run.moved = run.moved, int(st.extra[0])
+    if not st.feasible:
+        st = balance_state(comm, ctx, st, REBALANCE_ROUNDS)
+    if finest and not st.feasible and st.over <= SWAP_MAX_OVER:
+        st = swap_state(comm, ctx, st)   # what is left is often what single moves cannot lower
+    return st
 
 
 def progressed(st: State, mark: State) -> bool:
@@ -184,11 +211,11 @@ def afterburner(g: LevelGraph, halo: Halo, ext: np.ndarray, target: np.ndarray, 
     """Gain of each candidate's move (cand: local rows) assuming every neighbour with higher
     priority (more gain, then smaller tie key) has moved to its target; the others stay.
     target, gain, tie: extended (own vertices, then ghosts); a non-candidate's target is its
-    block. Candidates go in pieces of about EDGE_PIECE edges: a handful of edge-length
+    block. Candidates go in pieces of about AFTERBURNER_PIECE edges: a handful of edge-length
     temporaries each, not a handful over all the edges at once."""
     out = np.zeros(len(cand), dtype=np.int64)
     deg = g.xadj[cand + 1] - g.xadj[cand]
-    ends = np.searchsorted(np.cumsum(deg), np.arange(EDGE_PIECE, int(deg.sum()), EDGE_PIECE), side="right")
+    ends = np.searchsorted(np.cumsum(deg), np.arange(AFTERBURNER_PIECE, int(deg.sum()), AFTERBURNER_PIECE), side="right")
     for lo, hi in zip([0, *ends.tolist()], [*ends.tolist(), len(cand)]):
         c, d = cand[lo:hi], deg[lo:hi]
         idx = concat_ranges(g.xadj[c], d)

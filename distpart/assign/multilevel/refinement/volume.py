@@ -24,7 +24,8 @@ import numpy as np
 
 from ....mpi.exchange import allreduce_sum, concat_ranges
 from ..graph import Halo, LevelGraph
-from .balancer import Refinement, State, chunks, priority_keys, within_room
+from .select import priority_keys, within_room
+from .state import Refinement, State, chunks
 
 if TYPE_CHECKING:
     from mpi4py.MPI import Intracomm

@@ -1,0 +1,79 @@
+"""Contraction: the graph of a level's clusters, the next coarser `LevelGraph` (`contract`).
+
+Numpy only: both ends of every edge mapped to clusters, then one sort of packed (coarse u,
+coarse v, weight) integers per piece of rows (`arrays.sum_pairs`), merged at each row's owner.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Tuple
+
+import numpy as np
+
+from ....arrays import owner_of, segment_starts, sorted_unique, sum_pairs
+from ....chunked.readers import block_bounds
+from ....mpi.exchange import allreduce_sum, exchange, exscan_sum, lookup
+from ..graph import CONTRACT_PIECE, Halo, LevelGraph
+
+if TYPE_CHECKING:
+    from mpi4py.MPI import Intracomm
+
+
+def contract(comm: "Intracomm", g: LevelGraph, halo: Halo, labels: np.ndarray, piece: int = CONTRACT_PIECE
+             ) -> Tuple[LevelGraph, np.ndarray]:
+    """The graph of the clusters: one coarse vertex per distinct label, numbered by the
+    label's rank among all labels (ascending), its weight the sum of its members', an edge
+    between two clusters weighing the sum of the fine edges between them (edges inside a
+    cluster vanish). Returns (coarse graph, fine-to-coarse global IDs of the local
+    vertices). Collective."""
+    nranks, rank, lo = comm.Get_size(), comm.Get_rank(), g.first(comm)
+    mine = sorted_unique(labels)
+    (named,), _ = exchange(comm, g.owner(mine), [mine])
+    used = np.zeros(g.nlocal, dtype=bool)
+    used[named - lo] = True
+    count = int(used.sum())
+    base = int(exscan_sum(comm, np.array([count]))[0])
+    nc = int(allreduce_sum(comm, np.array([count]))[0])
+    coarse_id = np.full(g.nlocal, -1, dtype=np.int64)
+    coarse_id[used] = base + np.arange(count, dtype=np.int64)
+    fine_to_coarse = lookup(comm, labels, g.vtxdist, coarse_id)
+    cdist = block_bounds(nc, nranks)
+    clo, cn = int(cdist[rank]), int(cdist[rank + 1] - cdist[rank])
+
+    # Vertex weights: summed here per coarse vertex, then at its owner.
+    order = np.argsort(fine_to_coarse, kind="stable")
+    fc = fine_to_coarse[order]
+    st = segment_starts(fc)
+    part = np.add.reduceat(g.vwgt[order], st, axis=0) if len(st) else g.vwgt[:0]
+    (ids, wts), _ = exchange(comm, owner_of(cdist, fc[st]), [fc[st], np.ascontiguousarray(part)])
+    vwgt = np.zeros((cn, g.ncon), dtype=np.int64)
+    np.add.at(vwgt, ids - clo, wts)
+    del order, fc, part
+
+    # Edges: both ends mapped, inside-cluster edges dropped, duplicates summed here and at
+    # the owner of the row (every rank sent its rows sorted; the owner merges them).
+    # The local rows go in pieces of about `piece` entries, each reduced at once, so the
+    # temporaries stay small next to the graph (coarse rows are far fewer than fine ones).
+    ext = halo.extend(comm, fine_to_coarse)
+    cuts = np.searchsorted(g.xadj, np.arange(1, -(-len(g.adjncy) // piece)) * piece)
+    bounds = sorted_unique(np.concatenate([[0], cuts, [g.nlocal]]))
+    pieces = []
+    for r0, r1 in zip(bounds[:-1], bounds[1:]):
+        e0, e1 = g.xadj[r0], g.xadj[r1]
+        cu = np.repeat(fine_to_coarse[r0:r1], np.diff(g.xadj[r0:r1 + 1]))
+        cv = ext[halo.col[e0:e1]]
+        keep = cu != cv
+        pieces.append(sum_pairs(cu[keep], cv[keep], g.adjwgt[e0:e1][keep], max(nc - 1, 0), max(nc - 1, 0)))
+        del cu, cv, keep
+    del ext
+    cu, cv, w = (np.concatenate([p[i] for p in pieces]) if pieces else np.empty(0, np.int64) for i in range(3))
+    if len(pieces) > 1:
+        cu, cv, w = sum_pairs(cu, cv, w, max(nc - 1, 0), max(nc - 1, 0))
+    del pieces
+    (ru, rv, rw), counts = exchange(comm, owner_of(cdist, cu), [cu, cv, w])
+    del cu, cv, w
+    if np.count_nonzero(counts) > 1:
+        ru, rv, rw = sum_pairs(ru, rv, rw, max(nc - 1, 0), max(nc - 1, 0))
+    xadj = np.zeros(cn + 1, dtype=np.int64)
+    np.cumsum(np.bincount(ru - clo, minlength=cn), out=xadj[1:])
+    coarse = LevelGraph(cdist, xadj, rv, rw, vwgt).with_totals(comm)
+    return coarse, fine_to_coarse

@@ -1,0 +1,169 @@
+"""What the rebalancer and Jet share on one level: the fixed facts of one call
+(`Refinement`: degrees, tie keys, caps, weight classes) and the Allreduced state of a
+partition (`State`, from `Refinement.evaluate`: ghosts' blocks, block weights, cut, border),
+the quantity the rebalancer descends on (`overload`), and each vertex's edge weight to each
+block (`connections`). Every value is a function of global IDs and Allreduced integer sums,
+so it is the same for any number of ranks.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Optional, Tuple
+
+import numpy as np
+
+from ....arrays import keyed_permutation, segment_sums
+from ....mpi.exchange import allreduce_sum, concat_ranges
+from ..graph import HUB_SKEW, Halo, LevelGraph
+from .select import QBITS
+
+if TYPE_CHECKING:
+    from mpi4py.MPI import Intracomm
+
+DENSE_ENTRIES = 1 << 22        # entries of one dense (rows x blocks [x constraints]) block at a time
+EPS = 1e-12                    # below any real change of normalised overload (>= 1 / total)
+HAIR = 0.01                    # a target may end this fraction of an average block above its cap
+HUB_DEGREE = 256               # moves of vertices above this degree (or HUB_SKEW x average) priced by degree
+
+
+def overload(bw: np.ndarray, caps: np.ndarray, avg: np.ndarray) -> float:
+    """Total weight above cap over blocks and constraints, each constraint in units of its
+    average block weight (so a 0/1 train column counts as much as the node count)."""
+    return float((np.maximum(np.asarray(bw) - caps, 0) / avg).sum())
+
+
+def connections(g: LevelGraph, halo: Halo, ext: np.ndarray, rows: np.ndarray, k: int,
+                unit: bool = False) -> np.ndarray:
+    """(len(rows), k) int64 edge weight from each of the given local rows to each block
+    (`ext`: extended block ids; `unit`: every edge weight is 1, so edges are counted).
+    Sums of integer weights in float64 are exact below 2**53."""
+    deg = g.xadj[rows + 1] - g.xadj[rows]
+    if 2 * int(deg.sum()) > len(g.adjncy):
+        # Most of the edges: one pass over all of them, other rows counted into a spare row,
+        # beats gathering the rows' edges one range at a time.
+        pos = np.full(g.nlocal, len(rows), dtype=np.int64)
+        pos[rows] = np.arange(len(rows), dtype=np.int64)
+        key = np.repeat(pos * k, np.diff(g.xadj))
+        key += ext[halo.col]
+        weights = None if unit else g.adjwgt
+    else:
+        idx = concat_ranges(g.xadj[rows], deg)
+        key = np.repeat(np.arange(len(rows), dtype=np.int64) * k, deg) + ext[halo.col[idx]]
+        weights = None if unit else g.adjwgt[idx]
+    sums = np.bincount(key, weights=weights, minlength=(len(rows) + 1) * k)[:len(rows) * k]
+    return (sums if unit else np.rint(sums)).astype(np.int64).reshape(len(rows), k)
+
+
+def border_rows(xadj: np.ndarray, diff: np.ndarray) -> np.ndarray:
+    """(nlocal,) bool: the rows with some True in `diff` (one flag per adjacency entry)."""
+    nonempty = xadj[1:] > xadj[:-1]
+    if len(diff) == 0:
+        return nonempty
+    # reduceat reads one element for an empty row: those rows are masked out after.
+    return np.logical_or.reduceat(diff, np.minimum(xadj[:-1], len(diff) - 1)) & nonempty
+
+
+def chunks(n: int, width: int):
+    """Slices of [0, n) whose dense (rows x width) blocks stay within DENSE_ENTRIES."""
+    step = max(1, DENSE_ENTRIES // max(width, 1))
+    return (slice(lo, min(lo + step, n)) for lo in range(0, n, step))
+
+
+def column_sums(groups: np.ndarray, weights: np.ndarray, ngroups: int) -> np.ndarray:
+    """(ngroups, ncon) int64 sums of weight rows per group (bincount, exact below 2**53)."""
+    out = np.zeros((ngroups, weights.shape[1]), dtype=np.int64)
+    for c in range(weights.shape[1]):
+        out[:, c] = np.rint(np.bincount(groups, weights=weights[:, c], minlength=ngroups))
+    return out
+
+
+def weight_classes(w: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """(class of each row, the distinct rows): the finest level has a handful of distinct
+    weight rows, so per-class tables replace per-vertex (rows x blocks x constraints) work."""
+    if len(w) == 0:
+        return np.zeros(0, dtype=np.int64), w
+    span = w.max(axis=0) + 1
+    if np.any(w < 0) or float(np.prod(span.astype(np.float64))) >= 2.0**62:
+        return np.arange(len(w), dtype=np.int64), w
+    code = w @ np.concatenate([[1], np.cumprod(span[:-1])]).astype(np.int64)
+    _, first, cls = np.unique(code, return_index=True, return_inverse=True)
+    return cls.reshape(-1).astype(np.int64), w[first]
+
+
+@dataclass
+class State:
+    """One partition as the refiners see it, after `Refinement.evaluate`."""
+
+    ext: np.ndarray       # extended block ids: own vertices, then the ghosts
+    bw: np.ndarray        # (k, ncon) global block weights
+    cut: int              # global cut (each undirected edge once)
+    border: np.ndarray    # (nlocal,) bool: some neighbour in another block
+    over: float           # `overload` of bw
+    extra: np.ndarray     # the Allreduced extra counters `evaluate` was given
+
+    @property
+    def feasible(self) -> bool:
+        return self.over == 0.0
+
+    def better_than(self, other: "Optional[State]") -> bool:
+        """Feasible beats infeasible; then less cut when feasible, less overload (then less
+        cut) when not."""
+        if other is None:
+            return True
+        if self.feasible != other.feasible:
+            return self.feasible
+        if self.feasible:
+            return self.cut < other.cut
+        return (self.over, self.cut) < (other.over, other.cut)
+
+
+class Refinement:
+    """What Jet and the rebalancer compute once per call on one level."""
+
+    def __init__(self, comm: "Intracomm", g: LevelGraph, halo: Halo, k: int, caps: np.ndarray,
+                 seed: int = 0) -> None:
+        self.g, self.halo, self.k = g, halo, int(k)
+        self.caps = np.asarray(caps, dtype=np.int64).reshape(-1)
+        total = g.total if g.total is not None else allreduce_sum(comm, g.vwgt.sum(axis=0))
+        self.total = np.asarray(total, dtype=np.int64)
+        self.avg = np.maximum(self.total, 1) / self.k   # an all-zero column has nothing to balance
+        self.hair = np.ceil(HAIR * self.avg).astype(np.int64)
+        self.deg = np.diff(g.xadj)
+        self.wdeg = segment_sums(g.xadj, g.adjwgt)
+        self.unit = bool(np.all(g.adjwgt == 1))   # the finest level: edges are counted, not weighed
+        self.hub_degree = max(HUB_DEGREE, HUB_SKEW * g.global_entries(comm) // max(g.n, 1))
+        # Ties go by a seeded permutation of global IDs: unique, and the same for any R.
+        self.tie = keyed_permutation(halo.ext_ids(g, comm), max(g.n, 1), seed)
+        self.cls, self.classes = weight_classes(g.vwgt)
+        self.gbits = max(1, (max(g.n, 1) - 1).bit_length())
+        self.nbits = QBITS + self.gbits
+
+    def connections(self, st: "State", rows: np.ndarray) -> np.ndarray:
+        """The rebalancer's `connections` of the given rows: summed over edges for border
+        rows, the weighted degree to the own block for the others (most rows of a good
+        partition) and for hubs. A hub's move would cut most of its edges whatever the
+        target: taking its degree as its loss ranks it last, as it belongs, without passing
+        over the edges that half of RMAT's adjacency lies in (KaMinPar's node balancer
+        leaves hubs out altogether)."""
+        conn = np.zeros((len(rows), self.k), dtype=np.int64)
+        b = st.border[rows] & (self.deg[rows] <= self.hub_degree)
+        conn[b] = connections(self.g, self.halo, st.ext, rows[b], self.k, self.unit)
+        inner = rows[~b]
+        conn[np.flatnonzero(~b), st.ext[inner]] = self.wdeg[inner]
+        return conn
+
+    def evaluate(self, comm: "Intracomm", parts: np.ndarray, extra: Tuple[int, ...] = ()) -> State:
+        """Refresh the ghosts' blocks (one halo exchange), then block weights, cut and `extra`
+        counters summed over ranks in one Allreduce. Collective."""
+        g, k = self.g, self.k
+        ext = self.halo.extend(comm, np.asarray(parts, dtype=np.int64))
+        diff = ext[self.halo.col] != np.repeat(ext[:g.nlocal], self.deg)
+        local = np.concatenate([column_sums(ext[:g.nlocal], g.vwgt, k).reshape(-1),
+                                [np.count_nonzero(diff) if self.unit else int(g.adjwgt[diff].sum())],
+                                np.asarray(extra, dtype=np.int64)])
+        red = allreduce_sum(comm, local)
+        bw = red[:k * g.ncon].reshape(k, g.ncon)
+        border = border_rows(g.xadj, diff)
+        # Each cut edge is seen once from each end, wherever the ends live.
+        return State(ext, bw, int(red[k * g.ncon]) // 2, border, overload(bw, self.caps, self.avg),
+                     red[k * g.ncon + 1:])
