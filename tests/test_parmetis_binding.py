@@ -156,3 +156,29 @@ def test_a_wrong_header_beside_a_copied_library_is_caught(tmp_path):
     _metis_h(tmp_path / "include", 64, 32)
     with pytest.raises(parmetis.ParMetisError, match="taken from the metis.h beside it"):
         parmetis.load({"PARMETIS_LIB": str(copy)})
+
+
+def test_a_graph_past_a_32_bit_idx_t_is_refused_before_any_work(tmp_path, monkeypatch):
+    """3e9 nodes from the metadata alone: setup refuses, naming the limit and the way out,
+    before a CSR is built (ParMETIS would wrap the IDs, as DGL #7850 reports)."""
+    import json
+
+    from distpart.chunked.metadata import load_metadata
+    from distpart.assign.balance import BalanceOptions
+
+    counts = [1_500_000_000, 1_500_000_000]
+    meta_file = tmp_path / "metadata.json"
+    meta_file.write_text(json.dumps({
+        "graph_name": "huge", "node_type": ["n"], "num_nodes_per_chunk": [counts],
+        "edge_type": ["n:e:n"], "num_edges_per_chunk": [[1, 1]],
+        "edges": {"n:e:n": {"format": {"name": "csv", "delimiter": " "}, "data": ["e0.txt", "e1.txt"]}},
+        "node_data": {}, "edge_data": {}}))
+    meta = load_metadata(meta_file)
+    monkeypatch.setattr(parmetis, "load", lambda: ParMetisLibrary("/x/libparmetis.so", None, 32, 32))
+    with pytest.raises(ParMetisError) as e:
+        parmetis.setup(meta, BalanceOptions(), 0)
+    text = str(e.value)
+    assert "the number of nodes is 3000000000" in text and "max 2147483647" in text
+    assert "--method multilevel" in text and "\n" not in text
+    monkeypatch.setattr(parmetis, "load", lambda: ParMetisLibrary("/x/libparmetis.so", None, 64, 32))
+    assert parmetis.setup(meta, BalanceOptions(), 0).index_dtype == np.int64

@@ -175,7 +175,8 @@ def check_fits(lib: ParMetisLibrary, what: str, value: int) -> None:
     if value > lib.idx_max:
         raise ParMetisError(
             f"{what} is {value}, more than the {lib.idx_bits}-bit idx_t of {lib.path} can hold "
-            f"(max {lib.idx_max}); use a ParMETIS built with IDXTYPEWIDTH=64 and set PARMETIS_IDXWIDTH=64")
+            f"(max {lib.idx_max}); use --method multilevel (64-bit IDs throughout), or a ParMETIS built with "
+            f"IDXTYPEWIDTH=64 and PARMETIS_IDXWIDTH=64")
 
 
 def compact_vtxdist(vtxdist: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
@@ -264,6 +265,8 @@ def setup(meta: "GraphMeta", balance: "BalanceOptions", rank: int, vertex_order:
     vertices hubs first (see `ordering`: far smaller cuts on power-law graphs); "input" in
     the input's order."""
     lib = load()
+    # Before any work: a graph past idx_t's range would wrap inside ParMETIS (DGL #7850).
+    check_fits(lib, "the number of nodes", sum(meta.node_counts))
     return Setup(index_dtype=lib.idx_dtype, vertex_order=vertex_order, context=lib)
 
 
