@@ -1,10 +1,11 @@
-"""The package's imports run one way: a part never imports a higher part, and no module
-imports itself back through others.
+"""The package's imports run one way: a part never imports a higher part, no module
+imports itself back through others, and no folder's entries (its modules and subfolders,
+each subfolder taken whole) import each other in a cycle.
 
 The parts, lowest first (docs/07-layout.md explains each):
 
     errors/paths/arrays <- mpi <- run <- chunked <- assign <- partitions <- dispatch <- check
-    <- synthetic <- launch/api/cli/dgltools
+    <- synthetic <- launch/steps <- api/commands <- cli <- dgltools <- __init__/__main__
 
 Every import counts: module level, inside functions (lazy) and under TYPE_CHECKING, because
 each is a dependency a reader must follow. The walk is pure `ast`: nothing is imported, so
@@ -29,7 +30,11 @@ ORDER: List[Tuple[str, ...]] = [
     ("dispatch",),
     ("check",),
     ("synthetic",),
-    ("launch", "api", "commands", "cli", "dgltools", "__init__", "__main__"),
+    ("launch", "steps"),
+    ("api", "commands"),
+    ("cli",),
+    ("dgltools",),            # its scripts run `distpart` commands (cli.main)
+    ("__init__", "__main__"),
 ]
 RANK = {name: rank for rank, names in enumerate(ORDER) for name in names}
 
@@ -112,6 +117,51 @@ def problems(root: Path) -> List[str]:
     for mod in sorted(graph):
         if mod not in state:
             visit(mod)
+    return found + folder_cycles(root, graph, files)
+
+
+def folder_cycles(root: Path, graph: Dict[str, List[Tuple[Path, int, str]]],
+                  files: Dict[str, Path]) -> List[str]:
+    """In every folder, a cycle among its entries (a module, or a subfolder taken whole: any
+    module in it), as 'file:line: folder cycle: a -> b -> a' at one import of the cycle."""
+    found: List[str] = []
+    for folder in sorted({f.parent for f in files.values()}):
+        def entry(path: Path) -> str:
+            rel = path.relative_to(folder).parts
+            return rel[0] if len(rel) > 1 else Path(rel[0]).stem
+
+        # entry -> entry -> the first import that makes the edge
+        edges: Dict[str, Dict[str, Tuple[Path, int]]] = {}
+        for mod, imported in graph.items():
+            if folder not in files[mod].parents:
+                continue
+            a = entry(files[mod])
+            for f, line, target in imported:
+                if target in files and folder in files[target].parents:
+                    b = entry(files[target])
+                    if a != b:
+                        edges.setdefault(a, {}).setdefault(b, (f, line))
+        state: Dict[str, int] = {}
+        stack: List[str] = []
+
+        def visit(a: str) -> None:
+            state[a] = 1
+            stack.append(a)
+            for b, (f, line) in sorted(edges.get(a, {}).items()):
+                if state.get(b) == 1:
+                    loop = stack[stack.index(b):] + [b]
+                    if not any((folder / name).is_dir() for name in loop):
+                        continue    # modules only: the module cycle above names it
+                    found.append(f"{f}:{line}: folder cycle in {folder.relative_to(root.parent)}: "
+                                 f"{' -> '.join(loop)}")
+                elif b not in state:
+                    visit(b)
+            stack.pop()
+            state[a] = 2
+
+        for a in sorted(edges):
+            if a not in state:
+                visit(a)
     return found
 
 
@@ -169,3 +219,31 @@ def test_a_planted_cycle_is_named(tmp_path: Path) -> None:
 def test_an_unknown_part_is_named(tmp_path: Path) -> None:
     root = _tree(tmp_path, {"__init__.py": "", "extras/__init__.py": "", "extras/thing.py": ""})
     assert any("'extras' is not in the import order" in p for p in problems(root))
+
+
+def test_a_cycle_between_two_subfolders_is_named(tmp_path: Path) -> None:
+    """No module imports itself back, yet two folders of one part import each other."""
+    root = _tree(tmp_path, {
+        "__init__.py": "",
+        "assign/__init__.py": "",
+        "assign/methods/__init__.py": "",
+        "assign/methods/a.py": "from ..tools.b import x\n",
+        "assign/tools/__init__.py": "",
+        "assign/tools/b.py": "x = 1\n",
+        "assign/tools/c.py": "def f():\n    from ..methods.a import y\n",
+    })
+    found = problems(root)
+    assert len(found) == 1 and "folder cycle in distpart/assign" in found[0], found
+    assert "methods -> tools -> methods" in found[0] or "tools -> methods -> tools" in found[0]
+
+
+def test_the_cycle_between_cli_and_dgltools_would_be_named(tmp_path: Path) -> None:
+    """The cycle this check was written for: cli imported dgltools, dgltools.backend cli."""
+    root = _tree(tmp_path, {
+        "__init__.py": "",
+        "cli.py": "from .dgltools import TOOLS_DIR\n",
+        "dgltools/__init__.py": "TOOLS_DIR = 1\n",
+        "dgltools/backend.py": "def run():\n    from ..cli import main\n",
+    })
+    found = [p for p in problems(root) if "cycle" in p]
+    assert found and all("folder cycle in distpart: " in p for p in found), found
