@@ -17,6 +17,8 @@ import ast
 from pathlib import Path
 from typing import Dict, List, Set, Tuple
 
+import pytest
+
 PACKAGE = Path(__file__).resolve().parents[1] / "distpart"
 
 # Lowest first. A top-level module is its own entry; a folder's modules are all one part.
@@ -98,32 +100,39 @@ def problems(root: Path) -> List[str]:
             if RANK[dst_part] > RANK[src_part]:
                 found.append(f"{f}:{line}: {mod} imports {target}: part {dst_part!r} is above "
                              f"{src_part!r} in the import order")
-    # Cycles: depth-first search, reporting each back edge once with its file and line.
+    found += [f"{f}:{line}: import cycle: {' -> '.join(loop)}" for f, line, loop in cycles(graph)]
+    return found + folder_cycles(root, graph, files)
+
+
+def cycles(graph: Dict[str, List[Tuple[Path, int, str]]]) -> List[Tuple[Path, int, List[str]]]:
+    """Each back edge of a depth-first walk of `graph` (node -> [(file, line, target)]), once,
+    as (file, line, the loop it closes)."""
+    found: List[Tuple[Path, int, List[str]]] = []
     state: Dict[str, int] = {}
     stack: List[str] = []
 
-    def visit(mod: str) -> None:
-        state[mod] = 1
-        stack.append(mod)
-        for f, line, target in graph.get(mod, []):
+    def visit(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for f, line, target in graph.get(node, []):
             if state.get(target) == 1:
-                loop = stack[stack.index(target):] + [target]
-                found.append(f"{f}:{line}: import cycle: {' -> '.join(loop)}")
+                found.append((f, line, stack[stack.index(target):] + [target]))
             elif target not in state:
                 visit(target)
         stack.pop()
-        state[mod] = 2
+        state[node] = 2
 
-    for mod in sorted(graph):
-        if mod not in state:
-            visit(mod)
-    return found + folder_cycles(root, graph, files)
+    for node in sorted(graph):
+        if node not in state:
+            visit(node)
+    return found
 
 
 def folder_cycles(root: Path, graph: Dict[str, List[Tuple[Path, int, str]]],
                   files: Dict[str, Path]) -> List[str]:
     """In every folder, a cycle among its entries (a module, or a subfolder taken whole: any
-    module in it), as 'file:line: folder cycle: a -> b -> a' at one import of the cycle."""
+    module in it) that passes through a subfolder (a cycle of modules alone is an import
+    cycle already), as 'file:line: folder cycle in FOLDER: a -> b -> a' at one of its imports."""
     found: List[str] = []
     for folder in sorted({f.parent for f in files.values()}):
         def entry(path: Path) -> str:
@@ -131,37 +140,18 @@ def folder_cycles(root: Path, graph: Dict[str, List[Tuple[Path, int, str]]],
             return rel[0] if len(rel) > 1 else Path(rel[0]).stem
 
         # entry -> entry -> the first import that makes the edge
-        edges: Dict[str, Dict[str, Tuple[Path, int]]] = {}
+        first: Dict[str, Dict[str, Tuple[Path, int]]] = {}
         for mod, imported in graph.items():
             if folder not in files[mod].parents:
                 continue
-            a = entry(files[mod])
             for f, line, target in imported:
                 if target in files and folder in files[target].parents:
-                    b = entry(files[target])
+                    a, b = entry(files[mod]), entry(files[target])
                     if a != b:
-                        edges.setdefault(a, {}).setdefault(b, (f, line))
-        state: Dict[str, int] = {}
-        stack: List[str] = []
-
-        def visit(a: str) -> None:
-            state[a] = 1
-            stack.append(a)
-            for b, (f, line) in sorted(edges.get(a, {}).items()):
-                if state.get(b) == 1:
-                    loop = stack[stack.index(b):] + [b]
-                    if not any((folder / name).is_dir() for name in loop):
-                        continue    # modules only: the module cycle above names it
-                    found.append(f"{f}:{line}: folder cycle in {folder.relative_to(root.parent)}: "
-                                 f"{' -> '.join(loop)}")
-                elif b not in state:
-                    visit(b)
-            stack.pop()
-            state[a] = 2
-
-        for a in sorted(edges):
-            if a not in state:
-                visit(a)
+                        first.setdefault(a, {}).setdefault(b, (f, line))
+        edges = {a: [(f, line, b) for b, (f, line) in sorted(to.items())] for a, to in first.items()}
+        found += [f"{f}:{line}: folder cycle in {folder.relative_to(root.parent)}: {' -> '.join(loop)}"
+                  for f, line, loop in cycles(edges) if any((folder / name).is_dir() for name in loop)]
     return found
 
 
@@ -203,47 +193,28 @@ def test_a_planted_back_import_is_named_with_file_and_line(tmp_path: Path) -> No
     assert "distpart.dispatch.relabel" in found[0] and "'dispatch' is above 'assign'" in found[0]
 
 
-def test_a_planted_cycle_is_named(tmp_path: Path) -> None:
-    root = _tree(tmp_path, {
-        "__init__.py": "",
-        "chunked/__init__.py": "",
-        "chunked/metadata.py": "from . import blocks\n",
-        "chunked/blocks.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .metadata import M\n",
-    })
-    found = problems(root)
-    assert len(found) == 1 and "import cycle" in found[0], found
-    assert "distpart.chunked.metadata -> distpart.chunked.blocks -> distpart.chunked.metadata" in found[0] \
-        or "distpart.chunked.blocks -> distpart.chunked.metadata -> distpart.chunked.blocks" in found[0]
-
-
 def test_an_unknown_part_is_named(tmp_path: Path) -> None:
     root = _tree(tmp_path, {"__init__.py": "", "extras/__init__.py": "", "extras/thing.py": ""})
     assert any("'extras' is not in the import order" in p for p in problems(root))
 
 
-def test_a_cycle_between_two_subfolders_is_named(tmp_path: Path) -> None:
-    """No module imports itself back, yet two folders of one part import each other."""
-    root = _tree(tmp_path, {
-        "__init__.py": "",
-        "assign/__init__.py": "",
-        "assign/methods/__init__.py": "",
-        "assign/methods/a.py": "from ..tools.b import x\n",
-        "assign/tools/__init__.py": "",
-        "assign/tools/b.py": "x = 1\n",
-        "assign/tools/c.py": "def f():\n    from ..methods.a import y\n",
-    })
-    found = problems(root)
-    assert len(found) == 1 and "folder cycle in distpart/assign" in found[0], found
-    assert "methods -> tools -> methods" in found[0] or "tools -> methods -> tools" in found[0]
-
-
-def test_the_cycle_between_cli_and_dgltools_would_be_named(tmp_path: Path) -> None:
-    """The cycle this check was written for: cli imported dgltools, dgltools.backend cli."""
-    root = _tree(tmp_path, {
-        "__init__.py": "",
-        "cli.py": "from .dgltools import TOOLS_DIR\n",
-        "dgltools/__init__.py": "TOOLS_DIR = 1\n",
-        "dgltools/backend.py": "def run():\n    from ..cli import main\n",
-    })
-    found = [p for p in problems(root) if "cycle" in p]
-    assert found and all("folder cycle in distpart: " in p for p in found), found
+@pytest.mark.parametrize("files, loops", [
+    # Two modules import each other (TYPE_CHECKING counts).
+    ({"chunked/__init__.py": "", "chunked/metadata.py": "from . import blocks\n",
+      "chunked/blocks.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .metadata import M\n"},
+     ["import cycle: distpart.chunked.metadata -> distpart.chunked.blocks -> distpart.chunked.metadata",
+      "import cycle: distpart.chunked.blocks -> distpart.chunked.metadata -> distpart.chunked.blocks"]),
+    # No module imports itself back, yet two folders of one part import each other.
+    ({"assign/__init__.py": "", "assign/methods/__init__.py": "", "assign/methods/a.py": "from ..tools.b import x\n",
+      "assign/tools/__init__.py": "", "assign/tools/b.py": "x = 1\n",
+      "assign/tools/c.py": "def f():\n    from ..methods.a import y\n"},
+     ["folder cycle in distpart/assign: methods -> tools -> methods",
+      "folder cycle in distpart/assign: tools -> methods -> tools"]),
+    # The cycle the folder check was written for: cli imported dgltools, dgltools.backend cli.
+    ({"cli.py": "from .dgltools import TOOLS_DIR\n", "dgltools/__init__.py": "TOOLS_DIR = 1\n",
+      "dgltools/backend.py": "def run():\n    from ..cli import main\n"},
+     ["folder cycle in distpart: cli -> dgltools -> cli", "folder cycle in distpart: dgltools -> cli -> dgltools"]),
+])
+def test_a_planted_cycle_is_named(tmp_path: Path, files: Dict[str, str], loops: List[str]) -> None:
+    found = [p for p in problems(_tree(tmp_path, {"__init__.py": "", **files})) if "cycle" in p]
+    assert len(found) == 1 and any(loop in found[0] for loop in loops), found
