@@ -33,6 +33,7 @@ from .synthetic import example_graph
 if TYPE_CHECKING:
     from mpi4py.MPI import Intracomm
 
+
 # ---------------------------------------------------------------- commands without MPI
 
 def example(args: argparse.Namespace) -> None:
@@ -92,8 +93,7 @@ def assign(comm: "Intracomm", args: argparse.Namespace, log: StageLog) -> None:
     options = step1_options(args)
     with _started(comm, args, log, writes=[args.assign_dir], num_parts=args.num_parts) as run:
         meta = _input(comm, args, log)
-        steps.claim_folders(comm, [OutputFolder(args.assign_dir, ASSIGNMENT, meta.node_types)], meta.root,
-                            steps.input_files(meta), overwrite=args.overwrite, resume=args.resume)
+        _claim(comm, args, meta, [OutputFolder(args.assign_dir, ASSIGNMENT, meta.node_types)])
         key = RunKey(steps.fingerprint_input(comm, meta), options.recorded())
         steps.assign(comm, meta, args.assign_dir, options, key, run.max_bytes, log, args.resume)
         _finish(comm, args, log)
@@ -104,9 +104,7 @@ def dispatch(comm: "Intracomm", args: argparse.Namespace, log: StageLog) -> None
         graphbolt = _graphbolt(comm, args)
         meta = _input(comm, args, log)
         _check_resources(comm, args, meta, run.graph_formats, log)
-        steps.claim_folders(comm, [OutputFolder(args.out_dir, PARTITIONS, meta.node_types)], meta.root,
-                            steps.input_files(meta), reads=[args.assign_dir], overwrite=args.overwrite,
-                            resume=args.resume)
+        _claim(comm, args, meta, [OutputFolder(args.out_dir, PARTITIONS, meta.node_types)], reads=[args.assign_dir])
         input_key = steps.fingerprint_input(comm, meta)
         assignment = steps.read_step1(comm, meta, args.assign_dir, args.num_parts, log)
         check_layout(assignment.num_parts, comm.Get_size())
@@ -140,8 +138,7 @@ def pipeline(comm: "Intracomm", args: argparse.Namespace, log: StageLog) -> None
         graphbolt = _graphbolt(comm, args)
         meta = _input(comm, args, log)
         _check_resources(comm, args, meta, run.graph_formats, log)
-        steps.claim_folders(comm, steps.pipeline_folders(args.out_dir, args.assign_dir, meta.node_types),
-                            meta.root, steps.input_files(meta), overwrite=args.overwrite, resume=args.resume)
+        _claim(comm, args, meta, steps.pipeline_folders(args.out_dir, args.assign_dir, meta.node_types))
         input_key = steps.fingerprint_input(comm, meta)
         assignment = steps.assign(comm, meta, assign_dir, options, RunKey(input_key, options.recorded()),
                                   run.max_bytes, log, args.resume)
@@ -212,6 +209,11 @@ def _input(comm: "Intracomm", args: argparse.Namespace, log: StageLog):
     if args.num_parts is not None:
         check_num_parts(None, args.num_parts, sum(meta.node_counts))
     return meta
+
+
+def _claim(comm: "Intracomm", args: argparse.Namespace, meta, folders: Sequence[OutputFolder],
+           reads: Sequence[Path] = ()) -> None:
+    steps.claim_folders(comm, folders, meta.root, steps.input_files(meta), reads, args.overwrite, args.resume)
 
 
 def _graphbolt(comm: "Intracomm", args: argparse.Namespace) -> Optional[GraphboltOptions]:
