@@ -12,7 +12,10 @@ before it (tests/test_import_order.py enforces the order):
 - `dispatch/`: Step 2, moving and relabelling nodes, edges and features, writing partitions;
 - `check/`: verify and report an output;
 - `synthetic/`: example and benchmark inputs;
-- `launch`, `api`, `cli`: the entry points (`distpart launch`, `partition_graph`, `distpart`);
+- `launch/`: `distpart launch`, a job across machines (host lists, the mpiexec plan, the probe);
+- `steps`: the pipeline's steps on plain values, shared by the command line and `partition_graph`;
+- `commands`, `api`: each `distpart` subcommand as one function, and `partition_graph`;
+- `cli`: the `distpart` command (its parser, MPI start-up, exit codes);
 - `dgltools/`: scripts that stand in for DGL's `tools/` folder (`distpart tools-path`).
 
 Besides the `distpart` command, the package offers a DGL-free loading API for its outputs

@@ -22,10 +22,21 @@ from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Sequence, Tuple,
 
 import numpy as np
 
+from . import steps
+from .assign.assignment import Assignment, NodeBlock, write_assignment
+from .assign.options import check_num_parts
+from .chunked.write import GraphDescription, describe_graph, write_graph
 from .chunked.write.memory import graph_description
+from .errors import InputError
+from .mpi.exchange import DEFAULT_MAX_BYTES
+from .partitions.dglformat import graph_formats as checked_formats
+from .partitions.graphbolt import GraphboltOptions, load_graphbolt
+from .partitions.loader import load_orig_ids
+from .run.lock import folder_locks
+from .run.stages import StageLog
 
 if TYPE_CHECKING:
-    from .chunked.write import GraphDescription
+    from mpi4py.MPI import Intracomm
 
 __all__ = ["partition_graph", "graph_description"]
 
@@ -92,10 +103,6 @@ def partition_graph(
     (DGL ignores it); a previous distpart output in `out_path` is replaced, other files there
     make it refuse; the output is verified against the input before returning.
     """
-    from .chunked.write import describe_graph, write_graph
-
-    from .partitions.dglformat import graph_formats as checked_formats
-
     _check_arguments(graph_name, num_parts, num_hops, part_method, num_trainers_per_machine, objtype)
     graphbolt = _graphbolt_options(use_graphbolt, kwargs)
     formats = checked_formats([graph_formats] if isinstance(graph_formats, str) else graph_formats or ["coo"])
@@ -107,9 +114,11 @@ def partition_graph(
     comm = _one_process_world()
     out = Path(out_path)
 
-    from .run.lock import folder_locks
     with folder_locks(comm, [out], "partition_graph"):
-        _claim(out, list(desc.num_nodes))
+        # The chunked copy goes to a hidden folder no partition output writes, so it is no
+        # input a removal could touch; the input root is given as that folder.
+        steps.claim_folders(comm, steps.pipeline_folders(out, None, list(desc.num_nodes)), out / INPUT_FOLDER,
+                            overwrite=True)
         tmp = out / INPUT_FOLDER
         try:
             first = _with_node_features(desc, balance)
@@ -159,10 +168,9 @@ def _check_arguments(graph_name: str, num_parts: int, num_hops: int, part_method
         raise ValueError(f"objtype must be 'cut' or 'vol', got {objtype!r}")
 
 
-def _graphbolt_options(use_graphbolt: bool, kwargs: Mapping[str, Any]):
+def _graphbolt_options(use_graphbolt: bool, kwargs: Mapping[str, Any]) -> Optional[GraphboltOptions]:
     """DGL's use_graphbolt and dgl_partition_to_graphbolt's keyword arguments as
     GraphboltOptions (None without GraphBolt); DGL and torch are imported here, before any work."""
-    from .partitions.graphbolt import GraphboltOptions, load_graphbolt
     allowed = GraphboltOptions().as_json()
     unknown = sorted(set(kwargs) - set(allowed))
     if unknown:
@@ -176,28 +184,15 @@ def _graphbolt_options(use_graphbolt: bool, kwargs: Mapping[str, Any]):
     return GraphboltOptions(**{k: bool(v) for k, v in kwargs.items()})
 
 
-def _one_process_world():
+def _one_process_world() -> "Intracomm":
     """COMM_WORLD, which must be one rank: this API partitions in the calling process."""
     from mpi4py import MPI
-    from .errors import InputError
     comm = MPI.COMM_WORLD
     if comm.Get_size() != 1:
         raise InputError(None, f"partition_graph runs in one process, but this one is one of "
                                f"{comm.Get_size()} MPI ranks: start it without mpiexec, or use "
                                f"`distpart pipeline` for a chunked graph under mpiexec")
     return comm
-
-
-def _claim(out: Path, ntypes) -> None:
-    """Refuse a folder holding files distpart did not write; remove a previous distpart output
-    (DGL's partition_graph replaces its output too). Before anything is written."""
-    from .run.outdir import ASSIGNMENT, PARTITIONS, OutputFolder, claim, plan_removals
-    folders = [OutputFolder(out, PARTITIONS, ntypes, default_assign_dir="assignment"),
-               OutputFolder(out / "assignment", ASSIGNMENT, ntypes)]
-    # The chunked copy goes to a hidden folder no partition output writes, so it is no input
-    # a removal could touch; the input root is given as that folder.
-    removals = [r for f in folders for r in plan_removals(f, out / INPUT_FOLDER, [], [], overwrite=True)]
-    claim(folders, removals)
 
 
 def _balance_columns(desc: "GraphDescription", balance_ntypes: Any,
@@ -240,7 +235,6 @@ def _with_node_features(desc: "GraphDescription", extra: Mapping[str, Mapping[st
                         replace: bool = False) -> "GraphDescription":
     """`desc` with more node features (a copy: the caller's graph is not changed). A
     `trainer_id` the graph has is replaced, as DGL replaces it; balance masks never clash."""
-    from .chunked.write import GraphDescription
     node_data = {t: dict(f) for t, f in desc.node_data.items()}
     for ntype, feats in extra.items():
         for name, values in feats.items():
@@ -252,23 +246,17 @@ def _with_node_features(desc: "GraphDescription", extra: Mapping[str, Mapping[st
     return GraphDescription(desc.num_nodes, desc.edges, node_data, edge_data)
 
 
-def _assign(comm, in_dir: Path, num_parts: int, part_method: str, trainers: bool,
-            balance: Mapping[str, Mapping[str, np.ndarray]], balance_edges: bool, homogeneous: bool):
+def _assign(comm: "Intracomm", in_dir: Path, num_parts: int, part_method: str, trainers: bool,
+            balance: Mapping[str, Mapping[str, np.ndarray]], balance_edges: bool, homogeneous: bool) -> Assignment:
     """Step 1 on the chunked copy: ParMETIS or random, as distpart's `assign` does."""
-    from .assign import compute_assignment
-    from .assign.balance import BalanceOptions
-    from .chunked.validate import validate
-    meta = validate(comm, in_dir)
-    if num_parts > sum(meta.node_counts):
-        from .errors import InputError
-        raise InputError(None, f"the number of partitions ({num_parts}) is larger than the number of "
-                               f"nodes ({sum(meta.node_counts)}): some partitions would be empty")
+    meta = steps.validate_input(comm, in_dir, StageLog())
+    check_num_parts(None, num_parts, sum(meta.node_counts))
     features = tuple(f"{t}/{name}" for t, feats in balance.items() for name in feats)
-    # As DGL: a graph with several node types balances each type unless told otherwise.
-    options = BalanceOptions(ntypes=not homogeneous and not features, edges=bool(balance_edges),
-                             features=features)
     method = "random" if num_parts == 1 or not (part_method == "metis" or trainers) else "parmetis"
-    return compute_assignment(comm, meta, num_parts, method, options, seed=0)
+    # As DGL: a graph with several node types balances each type unless told otherwise.
+    options = steps.Step1Options(num_parts, method, balance_ntypes=not homogeneous and not features,
+                                 balance_edges=bool(balance_edges), balance_feature=features)
+    return steps.compute_step1(comm, meta, options)
 
 
 def _trainer_ids(desc: "GraphDescription", assignment) -> Dict[str, np.ndarray]:
@@ -278,40 +266,26 @@ def _trainer_ids(desc: "GraphDescription", assignment) -> Dict[str, np.ndarray]:
 
 def _coalesce(assignment, num_parts: int, trainers: int):
     """Trainer parts p*T .. p*T + T - 1 form machine partition p, as DGL's floor division."""
-    from .assign.assignment import Assignment, NodeBlock
     blocks = {t: NodeBlock(b.start, np.asarray(b.parts, dtype=np.int64) // trainers, b.bounds)
               for t, b in assignment.blocks.items()}
     return Assignment(num_parts, assignment.algo_name, blocks)
 
 
-def _build(comm, in_dir: Path, out: Path, assignment, options: Dict[str, Any],
-           graph_formats: Sequence[str], graphbolt=None) -> None:
+def _build(comm: "Intracomm", in_dir: Path, out: Path, assignment: Assignment, options: Dict[str, Any],
+           graph_formats: Sequence[str], graphbolt: Optional[GraphboltOptions] = None) -> None:
     """Write the assignment, dispatch, verify and report: the rest of `distpart pipeline`."""
-    from .assign.assignment import fingerprint, write_assignment
-    from .run.stages import StageLog
-    from .dispatch.dispatch import dispatch
-    from .dispatch.publish import withdrawn_on_error
-    from .mpi.exchange import DEFAULT_MAX_BYTES
-    from .partitions.manifest import input_fingerprint
-    from .check.report import report
-    from .run.resume import RunKey
-    from .chunked.validate import validate
-    from .check.verify import verify
-    meta = validate(comm, in_dir)
+    log = StageLog()
+    meta = steps.validate_input(comm, in_dir, log)
     write_assignment(comm, assignment, meta, out / "assignment")
-    key = RunKey(input_fingerprint(meta), options, fingerprint(comm, assignment, meta))
-    dispatch(comm, meta, assignment, out, key=key, max_bytes=DEFAULT_MAX_BYTES, log=StageLog(),
-             graph_formats=graph_formats, graphbolt=graphbolt)
-    with withdrawn_on_error(comm, out):   # a failed check leaves no metadata.json
-        verify(comm, meta, assignment, out, max_bytes=DEFAULT_MAX_BYTES)
-        report(comm, out)
+    steps.build(comm, meta, assignment, out, steps.fingerprint_input(comm, meta), options, DEFAULT_MAX_BYTES, log,
+                graphbolt=graphbolt, graph_formats=graph_formats)
+    steps.check_and_report(comm, meta, assignment, out, DEFAULT_MAX_BYTES, log)
 
 
 def _orig_maps(out: Path, num_parts: int, desc: "GraphDescription",
                homogeneous: bool) -> Tuple[IdMaps, IdMaps]:
     """New per-type ID -> original ID, per type: new IDs of a type run over the partitions in
     order, so the partitions' orig_nids (orig_eids) concatenated are the map."""
-    from .partitions.loader import load_orig_ids
     config = out / "metadata.json"
     per_part = [load_orig_ids(config, p) for p in range(num_parts)]
     empty = np.empty(0, dtype=np.int64)

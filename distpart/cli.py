@@ -1,26 +1,38 @@
-"""The `distpart` command: argument parsing, MPI start-up and error handling, exit codes
-(the stage sequence of each subcommand is in `commands`).
+"""The `distpart` command: argument parsing, MPI start-up, exit codes. Each subcommand is
+one function (`commands`, `launch`) registered with `set_defaults(func=...)`.
 
-Every subcommand is SPMD: run it under `mpiexec -n R` (or alone, as one rank). A user
-error (DistpartError) is agreed on by all ranks, printed once by rank 0, and every rank
-exits with status 2. Any other exception is a bug: the rank prints its traceback and
-aborts the whole MPI job, so no rank is left waiting in a collective.
+Every collective subcommand is SPMD: run it under `mpiexec -n R` (or alone, as one rank).
+How it ends on every rank (a user error printed once, exit 2; a stop; a bug aborting the
+job) is `run.exits`'s policy, shared with DGL's tools.
 """
 from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
+import warnings
+from functools import partial
 from pathlib import Path
-from typing import List, Optional
+from typing import Callable, List, Optional, Union
 
-from .commands import (check_output_files, graph_formats_of, refuse_input_as_output, run_command,
-                       written_folders)
-from .errors import DistpartError
-from .run.signals import leave_stopped, stopped_message
+from .assign import METHODS
+from .assign.options import imbalance_problem, parse_fanouts
+from .errors import InputError
+from .launch import add_hostfile_arguments, add_launch_arguments, hostfile_main, launch_main
+from .mpi.collective import agreed
+from .mpi.world import banner
+from .paths import check_output_file
+from .run.exits import Job, alone, on_every_rank
+from .run.guards import return_freed_memory_to_the_os
+from .run.progress import Progress, open_progress
+from .run.signals import route_stops_to_main_thread, stopped_message
+from .run.stages import StageLog
 
-EXIT_USER_ERROR = 2
+Command = Callable[[argparse.Namespace], int]
+
+# What `distpart tools-path` prints: the dgltools folder, as installed. Named here, not
+# imported: dgltools runs `distpart` commands, so it sits above this module.
+TOOLS_DIR = Path(__file__).resolve().parent / "dgltools"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -43,6 +55,7 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("in_dir", type=Path)
     v.add_argument("--quick", action="store_true", help="headers only; skip reading edges and features")
     common(v)
+    v.set_defaults(func=_collective("validate"))
 
     a = sub.add_parser("assign", help="Step 1: write a partition assignment (DGL format)")
     a.add_argument("in_dir", type=Path)
@@ -51,6 +64,7 @@ def _parser() -> argparse.ArgumentParser:
     overwrite_option(a)
     method_options(a)
     common(a)
+    a.set_defaults(func=_collective("assign"))
 
     for name, text in (("dispatch", "Step 2: build and write the partitions"),
                        ("verify", "check an output against its input and assignment "
@@ -69,6 +83,9 @@ def _parser() -> argparse.ArgumentParser:
             overwrite_option(d)
             guard_options(d)
             output_format_options(d)
+            d.set_defaults(func=_collective("dispatch"))
+        else:
+            d.set_defaults(func=_collective("verify"), after_parse=_verify_dirs)
         common(d)
 
     q = sub.add_parser("pipeline", help="validate, assign, dispatch and verify in one run")
@@ -82,6 +99,7 @@ def _parser() -> argparse.ArgumentParser:
     guard_options(q)
     output_format_options(q)
     common(q)
+    q.set_defaults(func=_collective("pipeline"))
 
     r = sub.add_parser("report", help="edge cut, balance and halo sizes of an output")
     r.add_argument("out_dir", type=Path)
@@ -96,23 +114,26 @@ def _parser() -> argparse.ArgumentParser:
                    help="also draw nodes and edges per partition by type, halo ratio and edge cut "
                         "(needs matplotlib: pip install 'distpart[plot]')")
     common(r)
+    r.set_defaults(func=_collective("report"))
 
     sub.add_parser("tools-path", help="print the folder of distpart's drop-in for DGL's tools "
-                   "(dispatch_data.py, ...): GraphStorm's --dgl-tool-path \"$(distpart tools-path)\"")
+                   "(dispatch_data.py, ...): GraphStorm's --dgl-tool-path \"$(distpart tools-path)\""
+                   ).set_defaults(func=_alone(_tools_path))
 
     h = sub.add_parser("hostfile", help="print an MPI hostfile for the machines of DGL's ip_config.txt")
-    h.add_argument("ip_config", type=Path)
-    h.add_argument("--slots", type=int, default=1, help="ranks per machine")
-    h.add_argument("--flavor", choices=["openmpi", "mpich"], default="openmpi")
+    add_hostfile_arguments(h)
+    h.set_defaults(func=_alone(hostfile_main))
 
-    from .launch import add_launch_arguments
-    add_launch_arguments(sub.add_parser("launch", help="start a distpart job across the machines of "
-                                        "DGL's ip_config.txt or a hostfile with the site's mpiexec"))
+    la = sub.add_parser("launch", help="start a distpart job across the machines of "
+                        "DGL's ip_config.txt or a hostfile with the site's mpiexec")
+    add_launch_arguments(la)
+    la.set_defaults(func=_alone(launch_main))
 
     e = sub.add_parser("example", help="generate the bundled heterogeneous example graph")
     e.add_argument("out_dir", type=Path)
     e.add_argument("--scale", type=int, default=1)
     e.add_argument("--seed", type=int, default=0)
+    e.set_defaults(func=_alone("example"))
 
     c = sub.add_parser("chunk", help="write DGL's chunked graph format from OGB's raw layout or "
                                      "one large edge list (CSV or Parquet) per edge type")
@@ -133,6 +154,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="edge files written (default csv, space-separated, as DGL's tools)")
     c.add_argument("--graph-name", help="graph_name in metadata.json (default: the OGB folder's name, or 'graph')")
     c.add_argument("--overwrite", action="store_true", help="replace a chunked graph distpart chunk wrote before")
+    c.set_defaults(func=_alone("chunk"))
     return p
 
 
@@ -180,7 +202,6 @@ def non_negative_int(text: str) -> int:
 
 def fanout_list(text: str) -> "tuple[int, ...]":
     """argparse type of --fanouts (argparse names the option and exits 2)."""
-    from .assign.options import parse_fanouts
     try:
         return parse_fanouts(text)
     except ValueError as e:
@@ -189,7 +210,6 @@ def fanout_list(text: str) -> "tuple[int, ...]":
 
 def imbalance_factor(text: str) -> float:
     """argparse type of --imbalance: checked once, here (argparse names the option, exits 2)."""
-    from .assign.options import imbalance_problem
     try:
         value = float(text)
     except ValueError:
@@ -202,7 +222,6 @@ def imbalance_factor(text: str) -> float:
 
 def method_options(sp: argparse.ArgumentParser) -> None:
     """Step 1's options, shared by `assign` and `pipeline` (DGL partition_graph's names)."""
-    from .assign import METHODS
     sp.add_argument("--method", choices=METHODS, default="multilevel")
     sp.add_argument("--threads", type=int, metavar="N",
                     help="kaminpar: threads of the one process that runs it (default: the cores of its node)")
@@ -245,78 +264,56 @@ def method_options(sp: argparse.ArgumentParser) -> None:
 def main(argv: Optional[List[str]] = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    if args.command == "verify":
-        _verify_dirs(parser, args)
-    if args.command == "launch":
-        from .launch import launch_main
-        return launch_main(args)
-    if args.command == "tools-path":
-        from .dgltools import TOOLS_DIR
-        print(TOOLS_DIR)
-        return 0
-    if args.command in ("example", "hostfile", "chunk"):
-        return _run_serial(args)
+    after_parse = getattr(args, "after_parse", None)
+    if after_parse is not None:
+        after_parse(parser, args)
+    return args.func(args)
 
-    from .run.signals import Stopped, route_stops_to_main_thread
+
+def _alone(command: Union[str, Callable[[argparse.Namespace], Optional[int]]]) -> Command:
+    """A subcommand that needs no MPI (a function, or the name of one in `commands`): a user
+    error is one line and exit 2."""
+    return lambda args: alone(f"distpart {args.command}", lambda: _command(command)(args))
+
+
+def _collective(name: str) -> Command:
+    """The subcommand `commands.<name>(comm, args, log)`, run on every rank once the world is up."""
+    return partial(_on_every_rank, name)
+
+
+def _command(command: Union[str, Callable[..., Optional[int]]]) -> Callable[..., Optional[int]]:
+    """`commands.<command>` (or `command` itself). The one late import of distpart's own code:
+    `commands` brings numpy, pyarrow and the whole pipeline, which `distpart --help`,
+    `launch`, `hostfile` and `tools-path` do not need."""
+    if not isinstance(command, str):
+        return command
+    from . import commands
+    return getattr(commands, command)
+
+
+def _tools_path(args: argparse.Namespace) -> None:
+    print(TOOLS_DIR)
+
+
+def _on_every_rank(name: str, args: argparse.Namespace) -> int:
     route_stops_to_main_thread()  # before MPI and NumPy start threads (run/signals.py says why)
-    from .run.guards import return_freed_memory_to_the_os
     return_freed_memory_to_the_os()
-    from mpi4py import MPI
-    from .mpi.collective import agreed
-    from .run.stages import StageLog
-    from .run.progress import Progress, rank_tag
-    from .mpi.world import banner, check_world, launcher_rank, library_name
+    command = _command(name)
+    job = Job.world(f"distpart {args.command}")
+    if job.rank != 0:
+        _tag_warnings(job.tag)
 
-    comm = MPI.COMM_WORLD
-    rank, size = comm.Get_rank(), comm.Get_size()
-    host = MPI.Get_processor_name()
-    library = library_name(MPI.Get_library_version())
-    if rank != 0:
-        _tag_warnings(rank_tag(rank, size, host))
-    progress = Progress.off()
-    try:
-        # Before any collective or file: a size-1 world under a many-process launcher is a
-        # mismatch, and each such process must stop on its own.
-        check_world(size, os.environ, library)
-        with agreed(comm):
-            progress = _open_progress(rank == 0, args)
-        hosts = comm.gather(host, root=0)
-        if rank == 0:
-            progress.say(banner(args.command, hosts, library, os.environ))
-        refuse_input_as_output(args)
-        with agreed(comm):
-            if rank == 0:
-                check_output_files(args)
-        graph_formats_of(args)  # an unknown format: refused before any folder is made
-        from .run.lock import folder_locks
-        with folder_locks(comm, written_folders(args), f"distpart {args.command}", progress.say):
-            run_command(comm, args, StageLog(progress=progress))
-    except DistpartError as e:
-        # In a mismatched launch every process is a rank 0: only the launcher's rank 0 speaks.
-        if rank == 0 and (size > 1 or launcher_rank(os.environ) in (None, 0)):
-            message = f"distpart {args.command}: error: {e}"
-            print(message, file=sys.stderr, flush=True)
-            progress.say(message, to_stream=False)
-        return EXIT_USER_ERROR
-    except (Stopped, KeyboardInterrupt) as e:
-        # The user's or the scheduler's choice: one line, 128 + the signal, the lock released
-        # (folder_locks), nothing published that was not complete.
-        stop = e if isinstance(e, Stopped) else Stopped(signal.SIGINT)
-        message = f"distpart {args.command}: {stopped_message(stop, args)}"
-        # Every rank says it: the launcher may end rank 0 before it speaks when another rank
-        # took the signal first.
-        print(message if rank == 0 else f"{rank_tag(rank, size, host)} {message}", file=sys.stderr, flush=True)
-        if rank == 0:
-            progress.say(message, to_stream=False)
-        return leave_stopped(stop.exit_code, size)
-    except BaseException as e:  # a bug: say why where the user will see it, then stop every rank
-        from .mpi.failure import abort_on_bug
-        abort_on_bug(comm, e, rank_tag(rank, size, host), f"distpart {args.command}",
-                     outputs=[getattr(args, "out_dir", None), getattr(args, "assign_dir", None)],
-                     inputs=[getattr(args, "in_dir", None)], log_file=getattr(args, "log_file", None))
-    finally:
-        progress.close()
-    return 0
+    def body() -> None:
+        with agreed(job.comm):
+            job.progress = _open_progress(job.rank == 0, args)
+        hosts = job.comm.gather(job.host, root=0)
+        if job.rank == 0:
+            job.progress.say(banner(args.command, hosts, job.library, os.environ))
+        command(job.comm, args, StageLog(progress=job.progress))
+
+    return on_every_rank(job, body, stop_line=lambda stop: stopped_message(stop, args),
+                         outputs=[getattr(args, "out_dir", None), getattr(args, "assign_dir", None)],
+                         inputs=[getattr(args, "in_dir", None)], log_file=args.log_file)
 
 
 def _verify_dirs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
@@ -331,13 +328,10 @@ def _verify_dirs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> N
         parser.error("verify takes IN_DIR ASSIGN_DIR OUT_DIR (or --quick OUT_DIR)")
 
 
-def _open_progress(is_root: bool, args: argparse.Namespace):
-    from .errors import InputError
-    from .run.progress import open_progress
+def _open_progress(is_root: bool, args: argparse.Namespace) -> Progress:
     if not args.progress_every > 0:
         raise InputError(None, f"--progress-every must be positive, got {args.progress_every}")
     if is_root and args.log_file is not None:
-        from .paths import check_output_file
         check_output_file(args.log_file, "log file")
     try:
         return open_progress(is_root, args.quiet, args.log_file and str(args.log_file),
@@ -348,29 +342,8 @@ def _open_progress(is_root: bool, args: argparse.Namespace):
 
 def _tag_warnings(tag: str) -> None:
     """Warnings of ranks other than 0 name the rank and host they came from."""
-    import warnings
     plain = warnings.formatwarning
     warnings.formatwarning = lambda *a, **k: f"{tag} {plain(*a, **k)}"
-
-
-def _run_serial(args: argparse.Namespace) -> int:
-    """Subcommands that need no MPI."""
-    try:
-        if args.command == "example":
-            from .synthetic import example_graph
-            print(example_graph(args.out_dir, scale=args.scale, seed=args.seed))
-        elif args.command == "chunk":
-            from .chunked.write import run_chunk
-            print(run_chunk(args))
-        else:
-            from .launch import hostfile_text, read_ip_config
-            from .launch.hosts import ip_config_lines, refuse_one_machine_twice
-            refuse_one_machine_twice(args.ip_config, ip_config_lines(args.ip_config))
-            sys.stdout.write(hostfile_text(read_ip_config(args.ip_config), args.slots, args.flavor))
-    except DistpartError as e:
-        print(f"distpart {args.command}: error: {e}", file=sys.stderr)
-        return EXIT_USER_ERROR
-    return 0
 
 
 if __name__ == "__main__":

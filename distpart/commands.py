@@ -1,277 +1,245 @@
-"""What each `distpart` subcommand does, stage by stage, once the world is up: validate,
-check resources and claim the output folders, Step 1 (or read its result), Step 2, verify,
-report, and the stage table. Every function here is collective unless it says otherwise.
+"""Each `distpart` subcommand as one function of its parsed arguments; `cli` registers each
+with `set_defaults(func=...)`. The collective ones (validate, assign, dispatch, verify,
+pipeline, report) run on every rank once `cli` has brought the world up: they read the
+arguments, check what must be refused before any folder is made, hold the folder locks, and
+call the pipeline's steps (`steps`, which never see argparse). The others (example, chunk)
+run in one process.
 """
 from __future__ import annotations
 
 import argparse
+from contextlib import contextmanager
+from dataclasses import fields
 from pathlib import Path
-from typing import TYPE_CHECKING, List, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
+
+from . import steps
+from .assign.options import check_num_parts
+from .check.report import REPORT_FILE, report as report_output
+from .check.verify import verify_quick
+from .chunked.write import chunk_edge_lists, chunk_ogb
+from .errors import InputError
+from .mpi.collective import agreed
+from .partitions.dglformat import graph_formats
+from .partitions.graphbolt import GraphboltOptions, load_graphbolt
+from .partitions.layout import check_layout
+from .paths import check_output_file
+from .run.lock import folder_locks
+from .run.outdir import ASSIGNMENT, PARTITIONS, OutputFolder, refuse_inside_input
+from .run.resume import RunKey
+from .run.stages import StageLog, format_stage_table, write_json
+from .synthetic import example_graph
 
 if TYPE_CHECKING:
     from mpi4py.MPI import Intracomm
 
-    from .partitions.graphbolt import GraphboltOptions
+
+# ---------------------------------------------------------------- commands without MPI
+
+def example(args: argparse.Namespace) -> None:
+    print(example_graph(args.out_dir, scale=args.scale, seed=args.seed))
 
 
-def graphbolt_options(args: argparse.Namespace) -> "Optional[GraphboltOptions]":
+def chunk(args: argparse.Namespace) -> None:
+    """DGL's chunked format from OGB's raw layout or edge lists; prints metadata.json's path."""
+    print(_chunked(args))
+
+
+def _chunked(args: argparse.Namespace) -> Path:
+    num_nodes: Dict[str, int] = {}
+    for key, value in _pairs(args.num_nodes, "--num-nodes", split_last=True):
+        try:
+            num_nodes[key] = int(value)
+        except ValueError:
+            raise InputError(None, f"--num-nodes {key}={value}: not an integer") from None
+        if num_nodes[key] < 0:
+            raise InputError(None, f"--num-nodes {key}={value}: must be >= 0")
+    common = dict(num_chunks=args.num_chunks, edge_format=args.edge_format, overwrite=args.overwrite)
+    try:
+        if args.ogb is not None:
+            if args.edges or args.node_feat:
+                raise InputError(None, "--ogb reads the whole dataset: do not add --edges or --node-feat")
+            return chunk_ogb(args.ogb, args.out_dir, num_nodes=num_nodes, graph_name=args.graph_name, **common)
+        if not args.edges:
+            raise InputError(None, "give --ogb DIR, or one --edges SRC:REL:DST=FILE per edge type")
+        return chunk_edge_lists(dict(_pairs(args.edges, "--edges")), args.out_dir, num_nodes=num_nodes,
+                                node_features=dict(_pairs(args.node_feat, "--node-feat")),
+                                delimiter=args.delimiter, header=args.header,
+                                graph_name=args.graph_name or "graph", **common)
+    except ValueError as e:  # a name or option the writer refused
+        raise InputError(None, str(e)) from None
+
+
+def _pairs(items: Sequence[str], what: str, split_last: bool = False) -> List[Tuple[str, str]]:
+    out = []
+    for item in items:
+        key, sep, value = item.rpartition("=") if split_last else item.partition("=")
+        if not sep or not key or not value:
+            raise InputError(None, f"{what} takes KEY=VALUE, got {item!r}")
+        out.append((key, value))
+    return out
+
+
+# ---------------------------------------------------------------- collective commands
+
+def validate(comm: "Intracomm", args: argparse.Namespace, log: StageLog) -> None:
+    with _started(comm, args, log):
+        meta = steps.validate_input(comm, args.in_dir, log, full=not args.quick)
+        _finish(comm, args, log, f"validate: OK ({len(meta.node_types)} node types, {len(meta.edge_types)} edge "
+                                 f"types, {sum(meta.node_counts)} nodes, {sum(meta.edge_counts)} edges)")
+
+
+def assign(comm: "Intracomm", args: argparse.Namespace, log: StageLog) -> None:
+    options = step1_options(args)
+    with _started(comm, args, log, writes=[args.assign_dir], num_parts=args.num_parts) as run:
+        meta = _input(comm, args, log)
+        _claim(comm, args, meta, [OutputFolder(args.assign_dir, ASSIGNMENT, meta.node_types)])
+        key = RunKey(steps.fingerprint_input(comm, meta), options.recorded())
+        steps.assign(comm, meta, args.assign_dir, options, key, run.max_bytes, log, args.resume)
+        _finish(comm, args, log)
+
+
+def dispatch(comm: "Intracomm", args: argparse.Namespace, log: StageLog) -> None:
+    with _started(comm, args, log, writes=[args.out_dir], num_parts=args.num_parts) as run:
+        graphbolt = _graphbolt(comm, args)
+        meta = _input(comm, args, log)
+        _check_resources(comm, args, meta, run.graph_formats, log)
+        _claim(comm, args, meta, [OutputFolder(args.out_dir, PARTITIONS, meta.node_types)], reads=[args.assign_dir])
+        input_key = steps.fingerprint_input(comm, meta)
+        assignment = steps.read_step1(comm, meta, args.assign_dir, args.num_parts, log)
+        check_layout(assignment.num_parts, comm.Get_size())
+        steps.build(comm, meta, assignment, args.out_dir, input_key, _output_options({}, assignment), run.max_bytes,
+                    log, args.resume, graphbolt, run.graph_formats)
+        _finish(comm, args, log)
+
+
+def verify(comm: "Intracomm", args: argparse.Namespace, log: StageLog) -> None:
+    with _started(comm, args, log, num_parts=args.num_parts) as run:
+        if args.quick:
+            with log.stage(comm, "verify"):
+                summary = verify_quick(comm, args.out_dir, progress=log.progress)
+            if comm.Get_rank() == 0:
+                print(f"verify --quick: OK ({summary})", flush=True)
+            return
+        meta = _input(comm, args, log)
+        assignment = steps.read_step1(comm, meta, args.assign_dir, args.num_parts, log)
+        summary = steps.verify_output(comm, meta, assignment, args.out_dir, run.max_bytes, log)
+        if comm.Get_rank() == 0:
+            print(f"verify: OK ({summary})", flush=True)
+        _finish(comm, args, log)
+
+
+def pipeline(comm: "Intracomm", args: argparse.Namespace, log: StageLog) -> None:
+    options = step1_options(args)
+    assign_dir = args.assign_dir if args.assign_dir is not None else args.out_dir / "assignment"
+    # The assignment folder is locked too, even inside OUT_DIR: an `assign` into
+    # OUT_DIR/assignment must not rewrite Step 1's result while this pipeline reads it.
+    with _started(comm, args, log, writes=[args.out_dir, assign_dir], num_parts=args.num_parts) as run:
+        graphbolt = _graphbolt(comm, args)
+        meta = _input(comm, args, log)
+        _check_resources(comm, args, meta, run.graph_formats, log)
+        _claim(comm, args, meta, steps.pipeline_folders(args.out_dir, args.assign_dir, meta.node_types))
+        input_key = steps.fingerprint_input(comm, meta)
+        assignment = steps.assign(comm, meta, assign_dir, options, RunKey(input_key, options.recorded()),
+                                  run.max_bytes, log, args.resume)
+        steps.build(comm, meta, assignment, args.out_dir, input_key, _output_options(options.recorded(), assignment),
+                    run.max_bytes, log, args.resume, graphbolt, run.graph_formats)
+        steps.check_and_report(comm, meta, assignment, args.out_dir, run.max_bytes, log, verify_first=args.verify,
+                               say_ok=True, features=args.balance_feature, train_masks=args.train_mask)
+        _finish(comm, args, log)
+
+
+def report(comm: "Intracomm", args: argparse.Namespace, log: StageLog) -> None:
+    report_files = [(args.json or args.out_dir / REPORT_FILE, "report"), (args.plot, "plot")]
+    with _started(comm, args, log, files=report_files):
+        report_output(comm, args.out_dir, args.balance_feature, args.json, args.plot, args.train_mask)
+
+
+# ---------------------------------------------------------------- argparse -> plain values
+
+def step1_options(args: argparse.Namespace) -> steps.Step1Options:
+    """Step 1's options of `assign` and `pipeline` (same names), defaults filled in once."""
+    given = {f.name: getattr(args, f.name) for f in fields(steps.Step1Options)}
+    return steps.Step1Options(**{k: tuple(v) if isinstance(v, list) else v for k, v in given.items()}).with_defaults()
+
+
+def graphbolt_options(args: argparse.Namespace) -> Optional[GraphboltOptions]:
     """The GraphboltOptions of --graphbolt, or None; the --store-* flags need --graphbolt."""
-    from .errors import InputError
-    from .partitions.graphbolt import GraphboltOptions
-    stores = {k: getattr(args, k, False) for k in ("store_eids", "store_inner_node", "store_inner_edge")}
-    if not getattr(args, "graphbolt", False):
+    stores = {k: getattr(args, k) for k in ("store_eids", "store_inner_node", "store_inner_edge")}
+    if not args.graphbolt:
         if any(stores.values()):
             raise InputError(None, "--store-eids, --store-inner-node and --store-inner-edge need --graphbolt")
         return None
     return GraphboltOptions(**stores)
 
 
-def graph_formats_of(args: argparse.Namespace) -> Tuple[str, ...]:
-    from .partitions.dglformat import graph_formats
-    return graph_formats(getattr(args, "graph_formats", "coo").split(","))
+class _Run(NamedTuple):
+    max_bytes: int
+    graph_formats: Tuple[str, ...]
 
 
-def written_folders(args: argparse.Namespace) -> List[Path]:
-    """The folders a subcommand writes, which no other run may write at the same time."""
-    if args.command == "assign":
-        return [args.assign_dir]
-    if args.command == "dispatch":
-        return [args.out_dir]
-    if args.command == "pipeline":
-        # The assignment folder too, even inside OUT_DIR: an `assign` into OUT_DIR/assignment
-        # must not rewrite Step 1's result while this pipeline reads it.
-        return [args.out_dir, args.assign_dir if args.assign_dir is not None else args.out_dir / "assignment"]
-    return []
-
-
-def check_output_files(args: argparse.Namespace) -> None:
-    """Every file path a command was given to write (and `report`'s report.json), checked
-    before any work: a link, a missing or read-only folder is refused now, not after a run.
-    Rank 0 only (the caller agrees)."""
-    from .check.report import REPORT_FILE
-    from .paths import check_output_file
-    files = [(getattr(args, "stats_json", None), "stage statistics")]
-    if args.command == "report":
-        files += [(args.json or args.out_dir / REPORT_FILE, "report"), (args.plot, "plot")]
-    for path, what in files:
-        if path is not None:
-            check_output_file(path, what)
-
-
-def refuse_input_as_output(args: argparse.Namespace) -> None:
-    """Checked before the lock file is made, so the input folder is never written at all."""
-    from .run.outdir import refuse_inside_input
+@contextmanager
+def _started(comm: "Intracomm", args: argparse.Namespace, log: StageLog, writes: Sequence[Path] = (),
+             num_parts: Optional[int] = None, files: Sequence[Tuple[Optional[Path], str]] = ()) -> Iterator[_Run]:
+    """What every collective command checks before its work, in this order: no folder it
+    `writes` inside its input (before the lock file is made, so the input folder is never
+    written at all); every file it was given to write (`--stats-json`, `files`), refused now
+    rather than after a run; the graph formats; then, holding the folders' locks,
+    --max-message-mb and the partitions per rank."""
     in_dir = getattr(args, "in_dir", None)
-    if in_dir is None:
-        return
-    for folder in written_folders(args):
-        refuse_inside_input(Path(folder), Path(in_dir))
-
-
-def _check_resources(comm: Intracomm, args: argparse.Namespace, meta, num_parts: Optional[int], progress) -> None:
-    """Refuse before any work when the output cannot fit or dispatch would exceed
-    --max-memory-gb (estimates from the metadata). Collective."""
-    from .mpi.collective import agreed
-    from .chunked.estimate import estimate_output_bytes, estimate_peak_rss
-    from .run.guards import check_memory, check_space, gib
-    with agreed(comm):
-        need = estimate_output_bytes(meta, num_parts or comm.Get_size(), graph_formats_of(args))
-        rss = estimate_peak_rss(meta, comm.Get_size())
-        if comm.Get_rank() == 0:
-            progress.say(f"estimates: output about {gib(need)}, dispatch about {gib(rss)} per rank")
-            if not args.no_space_check:
-                check_space(args.out_dir, need)
-        if args.max_memory_gb is not None:
-            check_memory(rss, args.max_memory_gb)
-
-
-def _claim_output_folders(comm: Intracomm, args: argparse.Namespace, meta) -> None:
-    """Refuse folders whose files distpart must not replace; clear a previous output with
-    --overwrite; mark the folders as distpart's. Before the first write. Collective."""
-    from .mpi.collective import agreed
-    from .run.outdir import ASSIGNMENT, PARTITIONS, OutputFolder, claim, plan_removals
-
-    ntypes = meta.node_types
-    reads: List[Path] = []
-    if args.command == "assign":
-        folders = [OutputFolder(args.assign_dir, ASSIGNMENT, ntypes)]
-    elif args.command == "dispatch":
-        folders, reads = [OutputFolder(args.out_dir, PARTITIONS, ntypes)], [args.assign_dir]
-    else:
-        default = args.assign_dir is None
-        folders = [OutputFolder(args.out_dir, PARTITIONS, ntypes, default_assign_dir="assignment" if default else ""),
-                   OutputFolder(args.out_dir / "assignment" if default else args.assign_dir, ASSIGNMENT, ntypes)]
-    inputs = [meta.path, *(path for _, path in meta.all_files())]
+    if in_dir is not None:
+        for folder in writes:
+            refuse_inside_input(Path(folder), Path(in_dir))
     with agreed(comm):
         if comm.Get_rank() == 0:
-            removals = [r for f in folders
-                        for r in plan_removals(f, meta.root, inputs, reads, args.overwrite, args.resume)]
-            claim(folders, removals)
+            for path, what in [(args.stats_json, "stage statistics"), *files]:
+                if path is not None:
+                    check_output_file(path, what)
+    formats = graph_formats(getattr(args, "graph_formats", "coo").split(","))  # before any folder is made
+    with folder_locks(comm, writes, f"distpart {args.command}", log.progress.say):
+        max_bytes = steps.message_bytes(args.max_message_mb)
+        if num_parts is not None:
+            check_layout(num_parts, comm.Get_size())
+        yield _Run(max_bytes, formats)
 
 
-def _step1_options(args: argparse.Namespace) -> dict:
-    """What Step 1's assignment depends on besides the input (and the number of ranks)."""
-    keys = ("method", "seed", "balance_ntypes", "balance_edges", "balance_feature", "imbalance", "vertex_order",
-            "vcycles", "objective", "train_mask", "fanouts", "batch_size")
-    recorded = {k: getattr(args, k) for k in keys if hasattr(args, k)}
-    if "fanouts" in recorded:
-        recorded["fanouts"] = list(recorded["fanouts"])   # as JSON gives it back
-    recorded["num_parts"] = args.num_parts
-    return recorded
+def _input(comm: "Intracomm", args: argparse.Namespace, log: StageLog):
+    """The input, validated, and --num-parts checked against its nodes."""
+    meta = steps.validate_input(comm, args.in_dir, log)
+    if args.num_parts is not None:
+        check_num_parts(None, args.num_parts, sum(meta.node_counts))
+    return meta
 
 
-def _recorded_options(args: argparse.Namespace, assignment) -> dict:
-    """What the output depends on besides the input, for the manifest."""
-    recorded = _step1_options(args) if hasattr(args, "method") else {}
-    recorded.update(num_parts=assignment.num_parts, assignment=assignment.algo_name)
-    return recorded   # dispatch adds how the partitions are stored (dispatch.output_options)
+def _claim(comm: "Intracomm", args: argparse.Namespace, meta, folders: Sequence[OutputFolder],
+           reads: Sequence[Path] = ()) -> None:
+    steps.claim_folders(comm, folders, meta.root, steps.input_files(meta), reads, args.overwrite, args.resume)
 
 
-def _input_fingerprint(comm: Intracomm, meta) -> str:
-    from .mpi.collective import agreed
-    from .partitions.manifest import input_fingerprint
-    with agreed(comm):
-        fingerprint = input_fingerprint(meta) if comm.Get_rank() == 0 else None
-    return comm.bcast(fingerprint, root=0)
-
-
-def _step1(comm: Intracomm, args: argparse.Namespace, meta, assign_dir: Path, key, max_bytes: int, log):
-    """Compute and write the assignment, or with --resume read back the one a previous run
-    completed with the same key. Collective."""
-    from .assign import compute_assignment
-    from .assign.assignment import fingerprint, read_assignment, write_assignment
-    from .assign.balance import BalanceOptions
-    from .assign.objective import Objective
-    from .mpi.collective import agreed
-    from .errors import InputError
-    from .run.resume import RECORD, check_record, remove_record, write_record
-
-    if args.resume:
-        with agreed(comm):
-            record = check_record(assign_dir, key) if comm.Get_rank() == 0 else None
-        record = comm.bcast(record, root=0)
-        if record is not None:
-            with log.stage(comm, "read_assign"):
-                assignment = read_assignment(comm, meta, assign_dir, args.num_parts)
-            with agreed(comm):
-                if fingerprint(comm, assignment, meta) != record.get("digest"):
-                    raise InputError(assign_dir, f"the assignment files differ from what {RECORD} recorded "
-                                                 f"(changed after writing): rerun with --overwrite")
-            if comm.Get_rank() == 0:
-                log.progress.note(f"resume: the assignment in {assign_dir} is complete, kept")
-            return assignment
-    with agreed(comm):
-        if comm.Get_rank() == 0 and Path(assign_dir).is_dir():
-            remove_record(assign_dir)
-    with log.stage(comm, "assign"):
-        # Training nodes are balanced too: DGL's trainers split them evenly, whatever the partition.
-        features = tuple(dict.fromkeys([*args.balance_feature, *args.train_mask]))
-        edges = args.balance_edges
-        balance = BalanceOptions(args.balance_ntypes, edges is not False, features, args.imbalance,
-                                 None if isinstance(edges, bool) else edges)
-        objective = Objective(args.objective, tuple(args.train_mask), tuple(args.fanouts), args.batch_size)
-        assignment = compute_assignment(comm, meta, args.num_parts, args.method, balance, args.seed, max_bytes,
-                                        log.progress, vertex_order=args.vertex_order, threads=args.threads,
-                                        work_dir=assign_dir, vcycles=args.vcycles, objective=objective)
-        write_assignment(comm, assignment, meta, assign_dir)
-        digest = fingerprint(comm, assignment, meta)
-        with agreed(comm):
-            if comm.Get_rank() == 0:
-                write_record(assign_dir, key, digest=digest)
-    return assignment
-
-
-def _verify(comm: Intracomm, meta, assignment, out_dir: Path, max_bytes: int, log) -> None:
-    from .check.verify import verify
-    with log.stage(comm, "verify"):
-        summary = verify(comm, meta, assignment, out_dir, max_bytes=max_bytes, progress=log.progress)
-    if comm.Get_rank() == 0:
-        print(f"verify: OK ({summary})", flush=True)
-
-
-def run_command(comm: Intracomm, args: argparse.Namespace, log) -> None:
-    from .assign.assignment import fingerprint, read_assignment
-    from .check.report import report
-    from .run.resume import RunKey
-    from .run.stages import format_stage_table, write_json
-    from .errors import InputError
-    from .dispatch.dispatch import dispatch
-    from .dispatch.publish import withdrawn_on_error
-    from .partitions.layout import check_layout
-    from .chunked.validate import validate
-    from .assign.options import check_num_parts
-
-    if hasattr(args, "method"):   # Step 1's defaults, filled in once: the resume record holds them
-        from .assign.options import default_balance
-        args.balance_ntypes, args.balance_edges = default_balance(args.method, args.balance_ntypes,
-                                                                  args.balance_edges)
-    if not 1 <= args.max_message_mb <= 2047:
-        raise InputError(None, f"--max-message-mb must be between 1 and 2047 (MPI counts are 32-bit), "
-                               f"got {args.max_message_mb}")
-    max_bytes = args.max_message_mb << 20
-    num_parts = getattr(args, "num_parts", None)
-    if num_parts is not None:
-        check_layout(num_parts, comm.Get_size())
-
-    if args.command == "report":
-        report(comm, args.out_dir, args.balance_feature, args.json, args.plot, args.train_mask)
-        return
+def _graphbolt(comm: "Intracomm", args: argparse.Namespace) -> Optional[GraphboltOptions]:
     graphbolt = graphbolt_options(args)
     if graphbolt is not None:  # before any work: without DGL the run could not finish
-        from .mpi.collective import agreed
-        from .partitions.graphbolt import load_graphbolt
         with agreed(comm):
             load_graphbolt()
-    if args.command == "verify" and args.quick:
-        from .check.verify import verify_quick
-        with log.stage(comm, "verify"):
-            summary = verify_quick(comm, args.out_dir, progress=log.progress)
-        if comm.Get_rank() == 0:
-            print(f"verify --quick: OK ({summary})", flush=True)
-        return
-    with log.stage(comm, "validate"):
-        meta = validate(comm, args.in_dir, full=args.command == "validate" and not args.quick)
-    outside = meta.files_outside_root()
-    if outside and comm.Get_rank() == 0:
-        log.progress.note(f"{len(outside)} chunk file{' lies' if len(outside) == 1 else 's lie'} outside "
-                          f"{meta.root} (e.g. {outside[0]}); every rank must be able to read "
-                          f"{'it' if len(outside) == 1 else 'them'}")
-    if num_parts is not None:
-        check_num_parts(None, num_parts, sum(meta.node_counts))
-    if args.command in ("dispatch", "pipeline"):
-        _check_resources(comm, args, meta, num_parts, log.progress)
-    if args.command in ("assign", "dispatch", "pipeline"):
-        _claim_output_folders(comm, args, meta)
-        input_key = _input_fingerprint(comm, meta)
-    if args.command == "assign" or args.command == "pipeline":
-        assign_dir = args.assign_dir if args.command == "assign" else (args.assign_dir or args.out_dir / "assignment")
-        assignment = _step1(comm, args, meta, assign_dir, RunKey(input_key, _step1_options(args)), max_bytes, log)
-    if args.command == "dispatch":
-        with log.stage(comm, "read_assign"):
-            assignment = read_assignment(comm, meta, args.assign_dir, num_parts)
-        check_layout(assignment.num_parts, comm.Get_size())
-    if args.command in ("dispatch", "pipeline"):
-        key = RunKey(input_key, _recorded_options(args, assignment), fingerprint(comm, assignment, meta))
-        dispatch(comm, meta, assignment, args.out_dir, key=key, max_bytes=max_bytes, log=log,
-                 resume=args.resume, graphbolt=graphbolt, graph_formats=graph_formats_of(args))
-    if args.command == "verify":
-        with log.stage(comm, "read_assign"):
-            assignment = read_assignment(comm, meta, args.assign_dir, num_parts)
-        _verify(comm, meta, assignment, args.out_dir, max_bytes, log)
-    if args.command == "pipeline":
-        # A pipeline whose check fails leaves no metadata.json: its output must not look complete.
-        with withdrawn_on_error(comm, args.out_dir):
-            if args.verify:
-                _verify(comm, meta, assignment, args.out_dir, max_bytes, log)
-            with log.stage(comm, "report"):
-                report(comm, args.out_dir, args.balance_feature, train_masks=args.train_mask)
+    return graphbolt
 
+
+def _check_resources(comm: "Intracomm", args: argparse.Namespace, meta, formats: Sequence[str],
+                     log: StageLog) -> None:
+    steps.check_resources(comm, meta, args.num_parts or comm.Get_size(), args.out_dir, formats,
+                          not args.no_space_check, args.max_memory_gb, log.progress)
+
+
+def _output_options(step1: dict, assignment) -> dict:
+    """What the output depends on besides the input, for the manifest (Step 1's options, if
+    this run computed the assignment)."""
+    return {**step1, "num_parts": assignment.num_parts, "assignment": assignment.algo_name}
+
+
+def _finish(comm: "Intracomm", args: argparse.Namespace, log: StageLog, line: Optional[str] = None) -> None:
+    """Rank 0 prints the stage table (or `line`) and writes --stats-json."""
     stats = log.gather(comm)
     if stats is not None:
-        if args.command != "validate":
-            print(format_stage_table(stats), flush=True)
-        else:
-            print(f"validate: OK ({len(meta.node_types)} node types, {len(meta.edge_types)} edge types, "
-                  f"{sum(meta.node_counts)} nodes, {sum(meta.edge_counts)} edges)", flush=True)
+        print(format_stage_table(stats) if line is None else line, flush=True)
         if args.stats_json:
             write_json(str(args.stats_json), stats)

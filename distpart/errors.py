@@ -10,11 +10,14 @@ from typing import Optional, Union
 
 PathLike = Union[str, "os.PathLike[str]"]
 
+# The exit status of every rank when the user's input or command line is wrong (argparse's too).
+EXIT_USER_ERROR = 2
+
 
 class DistpartError(Exception):
     """Base class of errors that are reported to the user as a one-line message."""
 
-    exit_code = 2
+    exit_code = EXIT_USER_ERROR
 
 
 class InputError(DistpartError):

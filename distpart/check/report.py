@@ -27,6 +27,7 @@ from ..partitions.dglformat import read_graph, read_tensor_dict
 from ..partitions.layout import PartitionLayout, check_layout
 from ..paths import CONFIG_FILE, write_file
 from .dglstart import empty_type_warnings
+from .plot import plot_report
 from ..errors import OutputError
 from ..chunked.metadata import read_json
 
@@ -251,6 +252,5 @@ def report(comm: Intracomm, out_dir: Path, features: Sequence[str] = (), json_pa
             write_file(path, json.dumps(rep, indent=2) + "\n", "report")
             print(format_report(rep, ntypes), flush=True)
             if plot_path is not None:
-                from .plot import plot_report
-                plot_report(rep, ntypes, list(config["edge_map"]), plot_path)
+                        plot_report(rep, ntypes, list(config["edge_map"]), plot_path)
     return rep

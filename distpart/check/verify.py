@@ -28,6 +28,7 @@ from ..mpi.collective import agreed
 from ..mpi.exchange import allreduce_sum, exchange, lookup
 from ..partitions.dglformat import to_storable
 from ..partitions.layout import PartitionLayout, check_layout
+from ..partitions.manifest import check_files, read_manifest
 from ..partitions.partbook import range_starts
 from ..paths import CONFIG_FILE
 from .dglstart import empty_type_warnings
@@ -227,7 +228,6 @@ def _concat_rows(arrays) -> np.ndarray:
 def verify_quick(comm: Intracomm, out_dir: Path, progress: Optional[Progress] = None) -> str:
     """Check every file of an output against its manifest (sizes and checksums), without
     the input; ranks share the files. Progress: rank 0's bytes checked. Collective."""
-    from ..partitions.manifest import check_files, read_manifest
     progress = progress or Progress.off()
     out_dir = Path(out_dir)
     with agreed(comm):

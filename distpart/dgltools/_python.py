@@ -34,7 +34,7 @@ PACKAGE_DIR = Path(__file__).resolve().parent.parent       # .../distpart
 PROBE = "import distpart, numpy, mpi4py, pyarrow; print(distpart.__file__)"
 PROBE_TIMEOUT_S = 120       # a cold import from a network file system can be slow
 BACKEND = "distpart.dgltools.backend"
-USER_ERROR = 2
+USER_ERROR = 2      # distpart.errors.EXIT_USER_ERROR, which this file (any python3) cannot import
 
 
 def _interpreters_in(prefix: Path) -> List[str]:

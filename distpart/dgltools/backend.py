@@ -23,13 +23,17 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Dict, List, Mapping, Optional, Sequence
 
-from . import _flags
-from ..errors import DistpartError, InputError
+from . import _flags, parmetis_steps
+from ..assign.assignment import read_partition_meta
+from ..chunked.metadata import read_json
+from ..cli import main as distpart_main
+from ..errors import EXIT_USER_ERROR, InputError
+from ..launch import read_ip_config
+from ..run.exits import Job, alone, on_every_rank
 
 if TYPE_CHECKING:
     from mpi4py.MPI import Intracomm
 
-USER_ERROR = 2
 QUIET_LEVELS = ("WARNING", "ERROR", "CRITICAL")     # DGL log levels that hide progress lines
 
 
@@ -123,14 +127,7 @@ def random_partition_job(args: argparse.Namespace) -> List[str]:
 
 # ---------------------------------------------------------------- dispatch and random partition
 
-def _distpart(argv: List[str]) -> int:
-    from ..cli import main as distpart_main
-    return distpart_main(argv)
-
-
 def run_dispatch_data(args: argparse.Namespace) -> int:
-    from ..assign.assignment import read_partition_meta
-    from ..launch import read_ip_config
     pmeta = read_partition_meta(Path(args.partitions_dir))
     if pmeta is None:
         where = Path(args.partitions_dir) / "partition_meta.json"
@@ -139,7 +136,7 @@ def run_dispatch_data(args: argparse.Namespace) -> int:
     command = dispatch_data_command(args, pmeta["num_parts"], read_ip_config(args.ip_config), os.environ)
     os.environ.update(ssh_port_env(args.ssh_port, os.environ))
     print(f"dispatch_data.py: distpart {shlex.join(command)}", file=sys.stderr, flush=True)
-    return _distpart(command)
+    return distpart_main(command)
 
 
 def run_data_proc_pipeline(args: argparse.Namespace) -> int:
@@ -154,19 +151,18 @@ def run_data_proc_pipeline(args: argparse.Namespace) -> int:
     print(f"data_proc_pipeline.py: distpart {shlex.join(job)} on {args.world_size} rank"
           f"{'s' * (args.world_size > 1)}", file=sys.stderr, flush=True)
     if args.world_size == 1:
-        return _distpart(job)           # one rank, no launcher needed
+        return distpart_main(job)           # one rank, no launcher needed
     fd, name = tempfile.mkstemp(prefix="distpart-dgl-hosts-", suffix=".txt")
     try:
         with os.fdopen(fd, "w") as f:
             f.write(f"localhost slots={args.world_size}\n")
-        return _distpart(["launch", "--hostfile", name, *shlex.split(os.environ.get("DISTPART_LAUNCH_ARGS", "")),
+        return distpart_main(["launch", "--hostfile", name, *shlex.split(os.environ.get("DISTPART_LAUNCH_ARGS", "")),
                           "--", *job])
     finally:
         os.unlink(name)
 
 
 def _note_graph_name(args: argparse.Namespace) -> None:
-    from ..chunked.metadata import read_json
     meta = read_json(Path(args.input_dir, args.schema))
     name = meta.get("graph_name") if isinstance(meta, dict) else None
     if isinstance(name, str) and name != args.graph_name:
@@ -175,47 +171,28 @@ def _note_graph_name(args: argparse.Namespace) -> None:
 
 
 def run_random_partition(args: argparse.Namespace) -> int:
-    return _distpart(random_partition_job(args))
+    return distpart_main(random_partition_job(args))
 
 
 # ---------------------------------------------------------------- GraphStorm's ParMETIS steps
 
 def _collective(tool: str, body: Callable[["Intracomm"], None]) -> int:
     """Run `body` on every rank of the job that started this process (GraphStorm's `mpirun`,
-    or this process alone), as `distpart` runs a command: a DistpartError agreed by all ranks
-    is printed once and every rank exits 2; any other exception aborts the whole job."""
-    from mpi4py import MPI
-
-    from ..mpi.world import check_world, launcher_rank, library_name
-    from ..run.progress import rank_tag
-    comm = MPI.COMM_WORLD
-    rank, size = comm.Get_rank(), comm.Get_size()
-    try:
-        check_world(size, os.environ, library_name(MPI.Get_library_version()))
-        body(comm)
-    except DistpartError as e:
-        if rank == 0 and (size > 1 or launcher_rank(os.environ) in (None, 0)):
-            print(f"{script_name(tool)}: error: {e}", file=sys.stderr, flush=True)
-        return USER_ERROR
-    except BaseException as e:  # a bug: say why where the user will see it, then stop every rank
-        from ..mpi.failure import abort_on_bug
-        abort_on_bug(comm, e, rank_tag(rank, size, MPI.Get_processor_name()), script_name(tool))
-    return 0
+    or this process alone), as `distpart` runs a command (`run.exits`)."""
+    job = Job.world(script_name(tool))
+    return on_every_rank(job, lambda: body(job.comm))
 
 
 def run_parmetis_preprocess(args: argparse.Namespace) -> int:
-    from . import parmetis_steps
     meta_file = metadata_path(args.input_dir, args.schema_file)
     return _collective("parmetis_preprocess", lambda comm: parmetis_steps.preprocess(comm, args, meta_file))
 
 
 def run_pm_dglpart(args: argparse.Namespace) -> int:
-    from . import parmetis_steps
     return _collective("pm_dglpart", lambda comm: parmetis_steps.pm_dglpart(comm, args))
 
 
 def run_parmetis_postprocess(args: argparse.Namespace) -> int:
-    from . import parmetis_steps
     meta_file = metadata_path(args.postproc_input_dir, args.schema_file)
     return _collective("parmetis_postprocess", lambda comm: parmetis_steps.postprocess(comm, args, meta_file))
 
@@ -234,16 +211,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] not in HANDLERS:
         print(f"usage: python -m distpart.dgltools.backend {{{','.join(HANDLERS)}}} ARGS...", file=sys.stderr)
-        return USER_ERROR
+        return EXIT_USER_ERROR
     tool, rest = argv[0], argv[1:]
     args = _flags.parse(tool, rest)
     for dest in sorted(_flags.given(tool, rest) & set(_flags.UNUSED.get(tool, {}))):
         note(tool, f"--{dest.replace('_', '-')} is ignored: {_flags.UNUSED[tool][dest]}")
-    try:
-        return HANDLERS[tool](args)
-    except DistpartError as e:
-        print(f"{script_name(tool)}: error: {e}", file=sys.stderr, flush=True)
-        return USER_ERROR
+    return alone(script_name(tool), lambda: HANDLERS[tool](args))
 
 
 if __name__ == "__main__":

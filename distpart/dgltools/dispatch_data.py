@@ -9,6 +9,7 @@ ranks on every machine. Exits with the dispatch's status.
 import os
 import sys
 
+# The same start in every script, on purpose: each runs by path under any python3, alone.
 sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))  # _flags, _python beside this file
 import _flags  # noqa: E402
 import _python  # noqa: E402

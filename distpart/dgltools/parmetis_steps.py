@@ -25,16 +25,27 @@ import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Optional, Tuple
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+
+from ..assign import compute_assignment
+from ..assign.assignment import META_FILE, Assignment, format_lines
+from ..assign.balance import BalanceOptions
 from ..assign.options import check_num_parts
+from ..chunked.metadata import GraphMeta
+from ..chunked.validate import validate
 from ..errors import InputError
+from ..mpi.collective import agreed
+from ..mpi.exchange import allreduce_sum, exscan_sum
+from ..mpi.files import open_for_writing, write_at
+from ..partitions.layout import check_layout
 from ..paths import check_output_file, file_in, read_user_text, write_file
+from ..run.outdir import refuse_inside_input
+from ..run.progress import open_progress
 
 if TYPE_CHECKING:
-    import numpy as np
     from mpi4py.MPI import Intracomm
-
-    from ..assign.assignment import Assignment
-    from ..chunked.metadata import GraphMeta
 
 NFILES = "parmetis_nfiles.txt"
 EFILES = "parmetis_efiles.txt"
@@ -98,8 +109,6 @@ def preprocess(comm: "Intracomm", args: argparse.Namespace, meta_file: str) -> N
     `<input_dir>/<graph>_stats.txt` (DGL's `nodes edges constraints`, kept if present, as
     DGL keeps it), `<output_dir>/parmetis_nfiles.txt` (`nfiles_line`, which pm_dglpart
     reads) and `parmetis_efiles.txt` (the input's edge files, for reference)."""
-    from ..chunked.validate import validate
-    from ..mpi.collective import agreed
     out = Path(args.output_dir)
     with agreed(comm):
         if args.num_parts < 1:
@@ -132,9 +141,6 @@ def preprocess(comm: "Intracomm", args: argparse.Namespace, meta_file: str) -> N
 def part_file_lines(type_offset: int, block_start: int, parts: "np.ndarray") -> bytes:
     """`<global node ID> <partition>` lines of one block of one node type (DGL's ParMETIS
     output: node IDs of all types in one range, types in metadata order)."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.csv as pacsv
     ids = np.arange(len(parts), dtype=np.int64) + (type_offset + block_start)
     sink = pa.BufferOutputStream()
     pacsv.write_csv(pa.table({"n": ids, "p": np.asarray(parts, dtype=np.int64)}), sink,
@@ -145,10 +151,6 @@ def part_file_lines(type_offset: int, block_start: int, parts: "np.ndarray") -> 
 def write_part_file(comm: "Intracomm", assignment: "Assignment", meta: "GraphMeta", path: Path) -> None:
     """`<graph>_part.<P>`, every rank writing its blocks at their byte offsets (MPI-IO), so no
     rank holds more than its share. Collective."""
-    import numpy as np
-
-    from ..mpi.exchange import allreduce_sum, exscan_sum
-    from ..mpi.files import open_for_writing, write_at
     offsets = np.cumsum([0, *meta.node_counts])
     chunks = [np.frombuffer(part_file_lines(int(offsets[t]), assignment.blocks[ntype].start,
                                             assignment.blocks[ntype].parts), dtype=np.uint8)
@@ -165,12 +167,6 @@ def write_part_file(comm: "Intracomm", assignment: "Assignment", meta: "GraphMet
 def pm_dglpart(comm: "Intracomm", args: argparse.Namespace) -> None:
     """distpart's ParMETIS method on the ranks `mpirun` started; writes `<graph>_part.<P>`
     in the current folder, as DGL's pm_dglpart does."""
-    from ..assign import compute_assignment
-    from ..assign.balance import BalanceOptions
-    from ..chunked.validate import validate
-    from ..mpi.collective import agreed
-    from ..partitions.layout import check_layout
-    from ..run.progress import open_progress
     nfiles = Path(args.nfiles)
     out = Path.cwd() / f"{args.graph_name}_part.{args.num_parts}"
     with agreed(comm):
@@ -209,7 +205,6 @@ def num_parts_of(path: Path) -> Optional[int]:
 
 
 def _first(mask: "np.ndarray") -> int:
-    import numpy as np
     return int(np.flatnonzero(mask)[0])
 
 
@@ -218,9 +213,6 @@ def read_part_file(path: Path, num_nodes: int, num_parts: Optional[int]) -> Tupl
     output, in any order), checked: each node ID of [0, num_nodes) on exactly one line, every
     partition in [0, P). P is `num_parts` when given (the file name's), else, as DGL's
     postprocess counts it, the number of distinct partitions."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.csv as pacsv
     try:
         # empty lines kept (as null rows) so that row i is line i + 1
         table = pacsv.read_csv(str(path), read_options=pacsv.ReadOptions(autogenerate_column_names=True),
@@ -276,12 +268,6 @@ def read_part_file(path: Path, num_nodes: int, num_parts: Optional[int]) -> Tupl
 def postprocess(comm: "Intracomm", args: argparse.Namespace, meta_file: str) -> None:
     """Split `<graph>_part.<P>` into `<ntype>.txt` and write partition_meta.json (algo_name
     "metis"), as DGL's parmetis_postprocess.py. One process: it reads the whole file, like DGL's."""
-    import numpy as np
-
-    from ..assign.assignment import META_FILE, format_lines
-    from ..chunked.validate import validate
-    from ..mpi.collective import agreed
-    from ..run.outdir import refuse_inside_input
     meta = validate(comm, meta_file)
     with agreed(comm):
         if comm.Get_rank() != 0:

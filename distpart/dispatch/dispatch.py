@@ -33,6 +33,7 @@ from ..chunked.blocks import read_edge_block
 from ..mpi.collective import agreed
 from ..run.stages import StageLog
 from ..partitions.dglformat import TensorDictWriter, to_storable, write_graph, write_tensor_dict
+from ..partitions.graphbolt import GraphboltOptions, write_partition_graph
 from ..run.guards import writing
 from ..mpi.exchange import DEFAULT_MAX_BYTES, allreduce_max, allreduce_sum, exchange, exscan_sum, lookup
 from ..chunked.metadata import GraphMeta
@@ -50,8 +51,6 @@ from ..run.resume import RunKey
 
 if TYPE_CHECKING:
     from mpi4py.MPI import Intracomm
-
-    from ..partitions.graphbolt import GraphboltOptions
 
 
 @dataclass
@@ -391,7 +390,6 @@ def _write_partition(out_dir: Path, p: int, meta: GraphMeta, state: _State,
     write_graph(staged_path(out_dir, p, "graph.dgl"), len(node_ids), local_src, local_dst, ndata=ndata, edata=edata,
                 formats=graph_formats)
     if graphbolt is not None:
-        from ..partitions.graphbolt import write_partition_graph
         write_partition_graph(staged_path(out_dir, p, GRAPHBOLT_FILE), len(node_ids), local_src, local_dst,
                               ndata, edata, list(meta.node_types), [e.name for e in meta.edge_types],
                               int(counts.sum()), graphbolt)

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, List, Optional, Sequence
 
 from ..errors import DistpartError, InputError
+from ..mpi.collective import agreed
 from ..paths import OWNER_MARKER
 
 if TYPE_CHECKING:
@@ -316,7 +317,6 @@ def _read_all(fd: int, limit: int = 1 << 16) -> str:
 def folder_locks(comm: Intracomm, folders: Sequence[Path], command: str,
                  say: Callable[[str], None] = lambda text: None) -> Iterator[None]:
     """Hold the lock of every folder for the block; rank 0 takes them, all ranks agree. Collective."""
-    from ..mpi.collective import agreed
 
     held: List[FolderLock] = []
     try:

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterator, List, Optional, Tuple
 
+from ..paths import write_file
 from .faults import pause_point
 from .progress import Progress
 
@@ -72,5 +73,4 @@ def format_stage_table(stats: dict) -> str:
 
 
 def write_json(path: str, obj: dict) -> None:
-    from ..paths import write_file
     write_file(path, json.dumps(obj, indent=2) + "\n", "stage statistics")

@@ -24,11 +24,10 @@ format (csv with a space, as DGL's tools write, numpy or parquet); features to `
 one is complete. A folder is only written when it is new or empty, or with `overwrite`
 when an earlier `distpart chunk` wrote it (a `.distpart-chunked` marker says so).
 
-`sources` holds what (b) and (c) share, `command` the `distpart chunk` command line. The
+`sources` holds what (b) and (c) share (`distpart chunk`'s command line is in `commands`). The
 shared pieces of `files` (`chunk_sizes`, `file_stem`, `write_edge_file`) are also used by
 `synthetic`, which writes the test and benchmark graphs.
 """
-from .command import run_chunk
 from .edge_lists import chunk_edge_lists
 from .files import EXTENSIONS, MARKER, chunk_sizes, file_stem, write_edge_file
 from .memory import GraphDescription, describe_graph, write_graph
@@ -43,7 +42,6 @@ __all__ = [
     "write_graph",
     "chunk_ogb",
     "chunk_edge_lists",
-    "run_chunk",
     "prepare_folder",
     # the shared pieces `synthetic` writes its graphs with
     "EXTENSIONS",

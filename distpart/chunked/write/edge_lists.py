@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 
 from ...errors import InputError
 from ..metadata import name_problem
-from ..readers.parquet import buffered_reads_safe
+from ..readers.parquet import buffered_reads_safe, parquet_data_columns
 from .files import DEFAULT_BATCH_BYTES, EdgeKey, PathLike
 from .writer import rows_per_batch
 from .sources import EdgeSource, as_int64, check_negative, count_nodes, note_printer, write_sources
@@ -140,7 +140,6 @@ def _first_pass(source: EdgeSource, feature_names: Sequence[str]) -> None:
 
 
 def _parquet_edge_source(etype: str, path: Path, batch_bytes: int) -> EdgeSource:
-    from ..readers import parquet_data_columns
     try:
         pf = pq.ParquetFile(str(path))
     except (pa.ArrowException, OSError) as e:

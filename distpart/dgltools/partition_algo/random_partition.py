@@ -9,6 +9,7 @@ Runs under any python3: it checks DGL's flags, then hands over to distpart's int
 import os
 import sys
 
+# The same start in every script, on purpose: each runs by path under any python3, alone.
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # the tools folder
 import _flags  # noqa: E402
 import _python  # noqa: E402
