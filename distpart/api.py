@@ -95,8 +95,9 @@ def partition_graph(
     Differences from DGL, all deliberate: the partition config is `out_path/metadata.json`
     (DGL: `out_path/<graph_name>.json`), with the assignment in `out_path/assignment` and
     each partition's orig_nids.dgl/orig_eids.dgl beside it, as `distpart pipeline` writes;
-    only `num_hops=1`; only `objtype="cut"` (ParMETIS has no communication-volume
-    objective); GraphBolt keyword arguments without `use_graphbolt=True` are refused (DGL
+    only `num_hops=1`; `objtype="vol"` (least total communication volume, METIS's
+    objective) runs distpart's multilevel method with `--objective vol`, as ParMETIS has no
+    such objective; GraphBolt keyword arguments without `use_graphbolt=True` are refused (DGL
     ignores them); the input graph is not modified (DGL adds `trainer_id` to `g`'s
     ndata/edata; a `trainer_id` feature it has is replaced in the output, as DGL replaces
     it); a flat `balance_ntypes` array on a graph with several node types is refused
@@ -124,7 +125,7 @@ def partition_graph(
             first = _with_node_features(desc, balance)
             write_graph(first, tmp, num_chunks=1, edge_format="numpy", graph_name=graph_name, overwrite=True)
             assignment = _assign(comm, tmp, num_parts * trainers, part_method, trainers > 1,
-                                 balance, balance_edges, homogeneous)
+                                 balance, balance_edges, homogeneous, objtype)
             if trainers > 1 or balance:
                 trainer_ids = _trainer_ids(desc, assignment) if trainers > 1 else {}
                 final = _with_node_features(desc, {t: {"trainer_id": v} for t, v in trainer_ids.items()},
@@ -139,7 +140,9 @@ def partition_graph(
             assignment.algo_name = "metis" if part_method == "metis" else "random"
             _build(comm, tmp, out, assignment, {"api": "partition_graph", "part_method": part_method,
                                                  "num_parts": num_parts, "num_trainers_per_machine": trainers,
-                                                 "balance_edges": bool(balance_edges)}, formats, graphbolt)
+                                                 "balance_edges": bool(balance_edges),
+                                                 **({"objtype": objtype} if objtype != "cut" else {})},
+                   formats, graphbolt)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     if return_mapping:
@@ -161,10 +164,7 @@ def _check_arguments(graph_name: str, num_parts: int, num_hops: int, part_method
         raise ValueError(f"num_hops={num_hops}: distpart builds 1-hop halos only (num_hops=1)")
     if part_method not in ("metis", "random"):
         raise ValueError(f"unknown partitioning method {part_method!r}: 'metis' or 'random'")
-    if objtype == "vol":
-        raise ValueError("objtype='vol': ParMETIS minimises the edge cut only (it has no communication-volume "
-                         "objective); use objtype='cut'")
-    if objtype != "cut":
+    if objtype not in ("cut", "vol"):
         raise ValueError(f"objtype must be 'cut' or 'vol', got {objtype!r}")
 
 
@@ -247,15 +247,19 @@ def _with_node_features(desc: "GraphDescription", extra: Mapping[str, Mapping[st
 
 
 def _assign(comm: "Intracomm", in_dir: Path, num_parts: int, part_method: str, trainers: bool,
-            balance: Mapping[str, Mapping[str, np.ndarray]], balance_edges: bool, homogeneous: bool) -> Assignment:
-    """Step 1 on the chunked copy: ParMETIS or random, as distpart's `assign` does."""
+            balance: Mapping[str, Mapping[str, np.ndarray]], balance_edges: bool, homogeneous: bool,
+            objtype: str = "cut") -> Assignment:
+    """Step 1 on the chunked copy: ParMETIS, random, or for objtype "vol" the multilevel
+    method with `--objective vol` (ParMETIS has no volume objective), as `assign` does."""
     meta = steps.validate_input(comm, in_dir, StageLog())
     check_num_parts(None, num_parts, sum(meta.node_counts))
     features = tuple(f"{t}/{name}" for t, feats in balance.items() for name in feats)
     method = "random" if num_parts == 1 or not (part_method == "metis" or trainers) else "parmetis"
+    objective = "vol" if method == "parmetis" and objtype == "vol" else "cut"
+    method = "multilevel" if objective == "vol" else method
     # As DGL: a graph with several node types balances each type unless told otherwise.
     options = steps.Step1Options(num_parts, method, balance_ntypes=not homogeneous and not features,
-                                 balance_edges=bool(balance_edges), balance_feature=features)
+                                 balance_edges=bool(balance_edges), balance_feature=features, objective=objective)
     return steps.compute_step1(comm, meta, options)
 
 
