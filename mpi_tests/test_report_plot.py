@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import RANKS, distpart, mpi_env, run_bounded
+from harness import RANKS, distpart, mpi_env, run_bounded
 from distpart.check.report import moved_seeds, partition_loads
 from distpart.synthetic import read_whole_graph
 
