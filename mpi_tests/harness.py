@@ -31,7 +31,7 @@ DRIVERS = HERE / "drivers"
 
 
 def _fail(message: str) -> NoReturn:
-    import pytest   # only the test side fails a test; a benchmark gets the same as an exception
+    import pytest   # here only: worker scripts and benchmarks import this module without it
     pytest.fail(message)
 
 
