@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "mpi_tests"))   # netns, dgl_job, conftest: the CI's machines
+sys.path.insert(0, str(REPO / "mpi_tests"))   # netns, dgl_job, harness: the CI's machines
 
 from bench_graphs import build, graph_names, info as graph_info  # noqa: E402
 from common import print_table, write_json  # noqa: E402

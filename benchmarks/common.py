@@ -1,28 +1,18 @@
 """What every benchmark script shares: the environment mpiexec needs on a CI-like machine
-(root, oversubscribed), running distpart under mpiexec, and printing a result table."""
+(root, oversubscribed) and the mpiexec command line, both the test harness's
+(mpi_tests/harness.py), running distpart under mpiexec, and printing a result table."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List, Sequence
+from typing import List, Sequence
 
-
-def mpi_env() -> Dict[str, str]:
-    """Open MPI's permission to run as root and to oversubscribe (CI runs as root on 2 cores)."""
-    env = dict(os.environ, OMPI_MCA_rmaps_base_oversubscribe="1")
-    if os.geteuid() == 0:
-        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    return env
-
-
-def mpiexec(ranks: int, argv: Sequence[object], script: "Path | None" = None) -> List[str]:
-    """`mpiexec -n R python (-m distpart.cli | script) argv...`."""
-    target = [str(script)] if script else ["-m", "distpart.cli"]
-    return [shutil.which("mpiexec") or "mpiexec", "-n", str(ranks), sys.executable, *target, *map(str, argv)]
+sys.path.append(str(Path(__file__).resolve().parents[1] / "mpi_tests"))   # the tests' harness
+# mpi_env: Open MPI's permission to run as root and to oversubscribe (CI: root, 2 cores, 4 ranks);
+# mpiexec: `mpiexec -n R python (-m distpart.cli | script) argv...`.
+from harness import launch_env as mpi_env, mpi_command as mpiexec  # noqa: E402,F401
 
 
 def run_distpart(ranks: int, argv: Sequence[object], stats: Path) -> dict:

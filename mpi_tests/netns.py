@@ -59,7 +59,7 @@ from typing import Callable, Dict, Iterator, List, Optional, Sequence
 
 import pytest
 
-from conftest import Run, mpi_env, run_bounded
+from harness import Run, mpi_env, run_bounded
 
 PREFIX = "dpn"                      # every namespace this module creates starts with this
 SSHD = "/usr/sbin/sshd"

@@ -58,8 +58,7 @@ TERMINAL = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPT
             "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"}
 PR_SET_CHILD_SUBREAPER = 36
 
-if __name__ != "__main__":          # the test side; the supervisor needs neither pytest nor conftest
-    from conftest import Run, mpi_env
+from harness import Run, mpi_env   # imports no pytest: the supervisor runs without it
 
 
 # --------------------------------------------------------------------------------------
@@ -501,7 +500,7 @@ def slurm_cluster(tmp: Path, extra_conf: Sequence[str] = (), start_timeout: floa
     key.write_bytes(os.urandom(1024))
     os.chmod(key, 0o400)
 
-    # Open MPI's root/oversubscribe settings (conftest), reaching every job through sbatch's and
+    # Open MPI's root/oversubscribe settings (harness.mpi_env), reaching every job through sbatch's and
     # srun's default --export=ALL; no SLURM variables of an enclosing real job.
     env = {k: v for k, v in mpi_env().items() if not k.startswith(("SLURM_", "SBATCH_", "SALLOC_", "SRUN_"))}
     env["SLURM_CONF"] = str(conf)

@@ -14,7 +14,7 @@ from typing import Callable
 import numpy as np
 import pytest
 
-from conftest import distpart
+from harness import distpart
 
 
 def _edit_json(path: Path, fn: Callable[[dict], None]) -> None:

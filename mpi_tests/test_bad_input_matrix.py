@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest import Run, distpart  # noqa: E402
+from harness import Run, distpart  # noqa: E402
 
 # A case edits a copy of the example and returns (argv after IN and OUT, expected message);
 # expected None means the input must be accepted and verified.

@@ -9,10 +9,9 @@ loaded by real DGL (skipped, as the other DGL tests, when no DGL Python is found
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -20,110 +19,14 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import distpart, mpi_env, run_bounded
-from distpart import load_orig_ids, load_partition
+from graphs import shop_graph
+from harness import distpart, mpi_env, run_bounded
+from distpart import load_orig_ids
 from distpart.chunked.write import describe_graph, write_graph
 from distpart.synthetic import read_whole_graph
-from reference import storable
+from reference import assert_restores, dgl_dump, storable
 
 REPO = Path(__file__).resolve().parents[1]
-DUMP = Path(__file__).parent / "drivers" / "dgl_dump.py"
-
-
-def restore_graph(out_dir: Path) -> Dict[str, Any]:
-    """The original graph, rebuilt from a partition output through distpart's loader only:
-    {"num_nodes": {ntype: n}, "edges": {etype: (src, dst)}, "node_feats": {(ntype, name): a},
-    "edge_feats": {(etype, name): a}} in original IDs (edges in original edge-ID order)."""
-    config_path = Path(out_dir) / "metadata.json"
-    config = json.loads(config_path.read_text())
-    num_parts = config["num_parts"]
-    ntypes = sorted(config["ntypes"], key=config["ntypes"].get)
-    etypes = sorted(config["etypes"], key=config["etypes"].get)
-    parts = [load_partition(str(config_path), p) for p in range(num_parts)]
-    ids = [load_orig_ids(str(config_path), p) for p in range(num_parts)]
-    empty = np.empty(0, np.int64)
-    # New per-type IDs run over the partitions in order: orig IDs concatenated are the maps.
-    orig_nid = {t: np.concatenate([i[0].get(t, empty) for i in ids]) for t in ntypes}
-    orig_eid = {e: np.concatenate([i[1].get(e, empty) for i in ids]) for e in etypes}
-
-    def restored(shuffled: np.ndarray, orig: np.ndarray) -> np.ndarray:
-        out = np.empty_like(shuffled)
-        out[orig] = shuffled
-        return out
-
-    node_feats, edge_feats = {}, {}
-    for key in parts[0][1]:
-        t, name = key.split("/", 1)
-        node_feats[(t, name)] = restored(np.concatenate([p[1][key] for p in parts]), orig_nid[t])
-    for key in parts[0][2]:
-        e, name = key.split("/", 1)
-        edge_feats[(e, name)] = restored(np.concatenate([p[2][key] for p in parts]), orig_eid[e])
-    edges = {e: (np.full(len(orig_eid[e]), -1, np.int64), np.full(len(orig_eid[e]), -1, np.int64)) for e in etypes}
-    for g, _, _, gpb, _, _, _ in parts:
-        nid = g.ndata["_ID"]
-        src_t, src_new = gpb.map_to_per_ntype(nid[g.src])
-        dst_t, dst_new = gpb.map_to_per_ntype(nid[g.dst])
-        e_t, e_new = gpb.map_to_per_etype(g.edata["_ID"])
-        for ei, e in enumerate(etypes):
-            sel = e_t == ei
-            s, _, d = e.split(":")
-            assert (src_t[sel] == ntypes.index(s)).all() and (dst_t[sel] == ntypes.index(d)).all()
-            orig = orig_eid[e][e_new[sel]]
-            assert (edges[e][0][orig] == -1).all(), f"an edge of {e} is stored twice"
-            edges[e][0][orig] = orig_nid[s][src_new[sel]]
-            edges[e][1][orig] = orig_nid[d][dst_new[sel]]
-    for e in etypes:
-        assert (edges[e][0] >= 0).all(), f"an edge of {e} is missing"
-    return {"num_nodes": {t: len(orig_nid[t]) for t in ntypes}, "edges": edges,
-            "node_feats": node_feats, "edge_feats": edge_feats}
-
-
-def assert_restores(out_dir: Path, graph: Any) -> None:
-    """The partitions in `out_dir` hold exactly `graph` (a description; see chunk.describe_graph)."""
-    want = describe_graph(graph)
-    got = restore_graph(out_dir)
-    assert got["num_nodes"] == want.num_nodes
-    assert set(got["edges"]) == set(want.edges)
-    for e, (src, dst) in want.edges.items():
-        np.testing.assert_array_equal(got["edges"][e][0], src)
-        np.testing.assert_array_equal(got["edges"][e][1], dst)
-    want_nf = {(t, n): v for t, f in want.node_data.items() for n, v in f.items()}
-    want_ef = {(e, n): v for e, f in want.edge_data.items() for n, v in f.items()}
-    assert set(got["node_feats"]) == set(want_nf) and set(got["edge_feats"]) == set(want_ef)
-    for ours, theirs in ((got["node_feats"], want_nf), (got["edge_feats"], want_ef)):
-        for key, values in theirs.items():
-            np.testing.assert_array_equal(ours[key], storable(values), err_msg=str(key))
-            assert ours[key].dtype == storable(values).dtype
-
-
-def shop_graph(seed: int = 0) -> Dict[str, Any]:
-    """A heterogeneous graph: a relation with edge features, one without edge data, an edge
-    type without edges, features of several dtypes (bool is widened on output)."""
-    rng = np.random.default_rng(seed)
-    nu, ni, ns = 400, 250, 6
-    return {
-        "num_nodes": {"user": nu, "item": ni, "shop": ns},
-        "edges": {
-            ("user", "buys", "item"): (rng.integers(0, nu, 1800), rng.integers(0, ni, 1800)),
-            ("user", "follows", "user"): (rng.integers(0, nu, 1200), rng.integers(0, nu, 1200)),
-            ("item", "sold_by", "shop"): (np.arange(ni), np.arange(ni) % ns),   # item i: shop i % ns
-            ("shop", "closed", "shop"): (np.empty(0, np.int64), np.empty(0, np.int64)),
-        },
-        "node_data": {"user": {"feat": rng.random((nu, 4)).astype(np.float32),
-                               "train_mask": rng.random(nu) < 0.25},
-                      "item": {"price": rng.random(ni), "stock": rng.integers(0, 100, ni).astype(np.int32)}},
-        "edge_data": {("user", "buys", "item"): {"qty": rng.integers(1, 9, 1800).astype(np.int16),
-                                                 "w": rng.random((1800, 2))}},
-    }
-
-
-def dgl_dump(python: str, out_dir: Path, dump_dir: Path) -> Dict[int, Any]:
-    """What real DGL's load_partition reads from each partition (mpi_tests/drivers/dgl_dump.py)."""
-    run = subprocess.run([python, str(DUMP), str(out_dir / "metadata.json"), str(dump_dir)],
-                         capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stdout + run.stderr
-    num_parts = json.loads((out_dir / "metadata.json").read_text())["num_parts"]
-    return {p: np.load(dump_dir / f"part{p}.npz") for p in range(num_parts)}
 
 
 def chunk_cli(*argv: Any) -> str:

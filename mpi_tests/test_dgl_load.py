@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import distpart
+from harness import distpart
 from distpart import load_orig_ids, load_partition
 from distpart.synthetic import read_whole_graph
 from reference import storable

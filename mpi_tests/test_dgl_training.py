@@ -30,7 +30,7 @@ import numpy as np
 import pytest
 
 from distpart import load_orig_ids
-from conftest import dgl_env, distpart_dgl
+from harness import dgl_env, distpart_dgl
 from dgl_job import DRIVERS, run_machines, write_ip_config, write_job
 
 NUM_NODES, NUM_EDGES, FEAT_DIM, CLASSES, TRAIN = 400, 2400, 16, 4, 240

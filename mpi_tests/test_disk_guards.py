@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from conftest import distpart
+from harness import distpart
 
 # Parallel runs (scripts/test.sh, pytest-xdist): the tests that mount or fill file systems, start
 # daemons or measure time run on one worker, one at a time.

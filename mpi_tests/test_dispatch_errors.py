@@ -22,7 +22,7 @@ import h5py
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import Run, distpart, mpi_command, mpi_env, run_bounded, touched_roots
+from harness import Run, distpart, mpi_command, mpi_env, run_bounded, touched_roots
 from safety import differences, snapshot
 
 # A hang shows as this timeout: a good run of the example takes about 2 s.

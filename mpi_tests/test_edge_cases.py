@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from conftest import distpart
+from harness import distpart, mpi_env
 from distpart.synthetic import EdgeTypeSpec, FeatureSpec, NodeTypeSpec, write_chunked_graph
 from reference import check_output
 
@@ -43,7 +43,6 @@ def test_single_rank_without_launcher(sparse_types, tmp_path):
     """Run as a plain process (MPI singleton), no mpiexec."""
     import subprocess
     import sys
-    from conftest import mpi_env
     out = tmp_path / "out"
     run = subprocess.run([sys.executable, "-m", "distpart.cli", "pipeline", str(sparse_types), str(out),
                           "--num-parts", "2", "--method", "random"],

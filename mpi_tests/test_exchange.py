@@ -1,7 +1,7 @@
 """exchange() and lookup() under MPI on 1, 2 and 4 ranks, with bounded and unbounded messages."""
 import pytest
 
-from conftest import RANKS, run_driver
+from harness import RANKS, run_driver
 
 
 @pytest.mark.parametrize("nranks", RANKS)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import distpart, distpart_dgl, dgl_env, run_bounded
+from harness import distpart, distpart_dgl, dgl_env, run_bounded
 from distpart.partitions.manifest import file_digest
 from distpart.synthetic import homogeneous_graph
 

@@ -48,7 +48,7 @@ from typing import Any, Dict, List
 import numpy as np
 import pytest
 
-from conftest import REPO, distpart
+from harness import REPO, distpart
 from distpart.synthetic.gsprocessing import GSPROCESSING_METADATA, write_gsprocessing_graph
 from netns import NetnsCluster
 

@@ -15,7 +15,7 @@ from typing import Any, Dict
 import numpy as np
 import pytest
 
-from conftest import RANKS, distpart
+from harness import RANKS, distpart
 from reference import tree_bytes
 from distpart import load_orig_ids, load_partition
 from distpart.synthetic.gsprocessing import GSPROCESSING_METADATA, write_gsprocessing_graph

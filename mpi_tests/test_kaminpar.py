@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import RANKS, distpart, mpirun
+from harness import RANKS, distpart, mpirun
 from distpart.synthetic import read_whole_graph
 from reference import check_output, read_assignment_files
 

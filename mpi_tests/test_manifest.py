@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from conftest import distpart
+from harness import distpart
 from distpart.partitions.manifest import file_digest
 
 

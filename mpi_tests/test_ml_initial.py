@@ -11,7 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
-RANKS = (1, 2, 4)
+from graphs import cut_of
+from harness import RANKS, mpirun
+
 K = 4
 IMBALANCE = 1.05
 SIDE = 48   # 2304 vertices: the size of a small coarsest graph (2000 * k is the target)
@@ -36,10 +38,6 @@ def weighted_grid(ncon: int):
     if ncon > 2:
         cols.append(np.bincount(edges.ravel(), weights=np.concatenate([ewgt, ewgt]), minlength=n).astype(np.int64))
     return edges, ewgt, np.stack(cols, 1).astype(np.int64)
-
-
-def cut_of(edges: np.ndarray, ewgt: np.ndarray, parts: np.ndarray) -> int:
-    return int(ewgt[parts[edges[:, 0]] != parts[edges[:, 1]]].sum())
 
 
 def worker(out: Path) -> None:
@@ -77,7 +75,6 @@ def worker(out: Path) -> None:
 
 
 def test_same_blocks_for_every_rank_count_within_caps_low_cut(tmp_path):
-    from conftest import mpirun
     from distpart.assign.multilevel.graph import block_caps
 
     got = {}
@@ -99,7 +96,7 @@ def test_same_blocks_for_every_rank_count_within_caps_low_cut(tmp_path):
         assert np.all(loads <= caps), (name, loads.tolist(), caps.tolist())
         # A random assignment cuts 3/4 of the edge weight; a 48 x 48 grid into 4 blocks can be
         # cut along ~2 * 48 rows of 3 edges each, about 4% of the edges' weight.
-        cut, total = cut_of(edges, ewgt, parts), int(ewgt.sum())
+        cut, total = cut_of(edges, parts, ewgt), int(ewgt.sum())
         assert cut < 0.06 * total, (name, cut, total)
 
 

@@ -27,7 +27,7 @@ from typing import Dict
 import numpy as np
 import pytest
 
-from conftest import distpart, mpi_command, mpi_env, run_bounded
+from harness import distpart, mpi_command, mpi_env, run_bounded
 from reference import check_output, tree_bytes
 
 TOOLS = Path(subprocess.run([sys.executable, "-m", "distpart", "tools-path"], capture_output=True, text=True,

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
+from harness import RANKS, mpirun
+
 N, M, ISOLATED, K, SEED, TARGET = 6000, 30000, 150, 4, 11, 300
 SIDE = 48          # the torus: SIDE x SIDE vertices, 4 neighbours each
 
@@ -172,9 +174,6 @@ if __name__ == "__main__":
 
 
 # ---------------------------------------------------------------- the test
-
-from conftest import RANKS, mpirun  # the worker above runs without pytest and conftest
-
 
 def test_hierarchy_is_exact_and_the_same_on_any_number_of_ranks(tmp_path):
     digests = {}

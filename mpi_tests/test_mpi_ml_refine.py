@@ -17,7 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-RANKS = (1, 2, 4)   # as conftest.RANKS; repeated so the worker does not import pytest
+from graphs import grid_edges
+from harness import RANKS, mpirun
+
 K = 4
 IMBALANCE = 1.05
 
@@ -35,12 +37,6 @@ def rmat_edges(scale: int, m: int, seed: int) -> "tuple[int, np.ndarray]":
     return 1 << scale, np.stack([perm[src], perm[dst]], 1)
 
 
-def grid_edges(nx: int, ny: int) -> "tuple[int, np.ndarray]":
-    ids = np.arange(nx * ny).reshape(ny, nx)
-    return nx * ny, np.concatenate([np.stack([ids[:, :-1].ravel(), ids[:, 1:].ravel()], 1),
-                                    np.stack([ids[:-1, :].ravel(), ids[1:, :].ravel()], 1)])
-
-
 def simple(n: int, edges: np.ndarray) -> np.ndarray:
     """Sorted keys src * n + dst of the symmetrized graph without loops or duplicates."""
     s, d = np.concatenate([edges[:, 0], edges[:, 1]]), np.concatenate([edges[:, 1], edges[:, 0]])
@@ -56,7 +52,7 @@ def case(name: str) -> "tuple[int, np.ndarray, np.ndarray]":
     if name in ("rmat", "indegree"):
         n, edges = rmat_edges(12, 40_000, seed=11)
     else:
-        n, edges = grid_edges(64, 64)
+        n, edges = 64 * 64, grid_edges(64, 64)
     keys = simple(n, edges)
     rng = np.random.default_rng(12)
     if name == "indegree":
@@ -135,8 +131,6 @@ def gathered(out: Path, stem: str, nranks: int) -> np.ndarray:
 
 
 def test_refinement_is_the_same_for_any_rank_count_and_meets_every_cap(tmp_path: Path) -> None:
-    from conftest import mpirun
-
     from distpart.assign.multilevel.graph import block_caps
 
     results = {}

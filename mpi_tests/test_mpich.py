@@ -26,22 +26,20 @@ Across two hosts (netns.py's network-namespace hosts with sshd, conftest.py's `n
 `distpart launch --mpiexec mpiexec.mpich`: a bug on the second host's rank must reach the
 user every time (issue 28 item 12).
 
-Every run has a timeout and is killed as a process group if it overruns (as conftest.py).
+Every run has a timeout and is killed as a process group if it overruns (harness.py).
 Skipped, with the reason, only when MPICH (mpiexec.mpich and libmpich.so.12) is absent, and
 the two-host test also without root (network namespaces).
 """
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List, Sequence
+from typing import Dict, Sequence
 
 import pytest
 
-from conftest import Run, distpart, mpi_env, run_bounded
+from harness import Run, distpart, find_mpich, mpi_env, run_bounded
 from reference import tree_bytes
 
 TIMEOUT = 90  # seconds per mpiexec; each run here takes 1-5 s
@@ -65,32 +63,7 @@ faults.pause_point = pause_point
 """
 
 
-def _ldconfig_paths(soname: str) -> List[str]:
-    """Paths the dynamic loader's cache lists for `soname` (e.g. libmpich.so.12)."""
-    ldconfig = shutil.which("ldconfig") or "/sbin/ldconfig"
-    try:
-        out = subprocess.run([ldconfig, "-p"], capture_output=True, text=True, timeout=30).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return []
-    return [line.split("=>", 1)[1].strip() for line in out.splitlines()
-            if line.strip().startswith(soname + " ") and "=>" in line]
-
-
-def _find_mpich():
-    """(mpiexec.mpich, libmpich.so.12 to link as libmpi.so.12 or None if not needed, why skip or None)."""
-    hydra = shutil.which("mpiexec.mpich") or shutil.which("mpiexec.hydra")
-    if hydra is None:
-        return None, None, "MPICH's mpiexec (mpiexec.mpich) is not installed: apt-get install mpich " \
-                           "(scripts/setup-test.sh installs it)"
-    libmpich = _ldconfig_paths("libmpich.so.12")
-    if libmpich:
-        return hydra, libmpich[0], None
-    if _ldconfig_paths("libmpi.so.12"):  # an MPICH with the ABI's own library name
-        return hydra, None, None
-    return None, None, "MPICH's library (libmpich.so.12 or libmpi.so.12) is not installed: apt-get install mpich"
-
-
-HYDRA, LIBMPICH, MISSING = _find_mpich()
+HYDRA, LIBMPICH, MISSING = find_mpich()
 pytestmark = pytest.mark.skipif(MISSING is not None, reason=MISSING or "")
 
 

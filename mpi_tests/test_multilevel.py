@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import RANKS, distpart
+from harness import RANKS, distpart
 from distpart.synthetic import read_whole_graph
 from reference import check_output, read_assignment_files
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 
-from conftest import distpart
+from harness import distpart
 from reference import tree_bytes
 
 

@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import RANKS, distpart, run_driver
+from harness import RANKS, distpart, run_driver
 from distpart.synthetic import read_whole_graph
 from reference import check_output, read_assignment_files
 

@@ -17,11 +17,11 @@ from typing import Any, Dict
 import numpy as np
 import pytest
 
-from conftest import distpart, mpi_command, mpi_env, run_bounded
+from harness import distpart, mpi_command, mpi_env, run_bounded
 from distpart import load_partition
 from distpart.chunked.write import describe_graph, write_graph
-from reference import storable
-from test_chunk_roundtrip import assert_restores, dgl_dump, restore_graph, shop_graph
+from graphs import homogeneous_graph, shop_graph
+from reference import assert_restores, dgl_dump, restore_graph, storable
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -31,7 +31,7 @@ SCRIPT = r"""
 import json, sys
 import numpy as np
 sys.path.insert(0, sys.argv[1])
-from test_partition_graph import GRAPHS
+from graphs import GRAPHS
 import distpart
 out, name, kwargs = sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
 graph = GRAPHS[name]()
@@ -52,17 +52,6 @@ if maps is not None:
     np.savez(out + "/../maps.npz", **arrays)
     print("maps", type(nids).__name__, {k: str(v.dtype) for k, v in arrays.items()})
 """
-
-
-def homogeneous_graph() -> Dict[str, Any]:
-    rng = np.random.default_rng(11)
-    n, m = 600, 4000
-    return {"num_nodes": n, "edges": (rng.integers(0, n, m), rng.integers(0, n, m)),
-            "node_data": {"feat": rng.random((n, 3)).astype(np.float32), "train_mask": rng.random(n) < 0.3},
-            "edge_data": {"_N:_E:_N": {"w": rng.random(m)}}}
-
-
-GRAPHS = {"shop": shop_graph, "homo": homogeneous_graph}
 
 
 def partition(tmp_path: Path, graph: str = "shop", ok: bool = True, **kwargs: Any):

@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import RANKS, distpart
+from harness import RANKS, distpart
 from reference import check_output, read_assignment_files, tree_bytes
 
 NUM_PARTS = 4

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import mpi_command, mpi_env, run_bounded
+from harness import mpi_command, mpi_env, run_bounded
 
 psutil = pytest.importorskip("psutil")
 

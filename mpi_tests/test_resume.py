@@ -17,7 +17,7 @@ from typing import Dict
 
 import pytest
 
-from conftest import distpart, mpi_command, mpi_env
+from harness import distpart, mpi_command, mpi_env
 
 psutil = pytest.importorskip("psutil")
 

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import distpart, mpi_env
+from harness import distpart, mpi_command, mpi_env
 
 PROGRESS = re.compile(r"^distpart \[ *[0-9hms]+\] ", re.M)
 
@@ -128,7 +128,6 @@ def test_two_processes_claiming_a_two_rank_world_without_a_launcher_refuse(examp
 
 
 def test_a_second_run_into_the_same_folder_is_refused_while_the_first_runs(tmp_path):
-    from conftest import mpi_command
     from distpart.synthetic import homogeneous_graph
     in_dir = homogeneous_graph(tmp_path / "in", 300_000, 3_000_000, num_chunks=2).parent
     out = tmp_path / "out"

@@ -16,7 +16,7 @@ from typing import Iterator
 
 import pytest
 
-from conftest import distpart, mpi_command, mpi_env
+from harness import distpart, mpi_command, mpi_env
 from safety import unchanged
 
 

@@ -20,10 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import distpart
+from harness import distpart, find_mpich, mpich_variables
+from reference import assert_same_assignment, assignment_files
 from slurm import slurm_cluster
-from test_mpich import MISSING as MPICH_MISSING
-from test_templates import assert_same_assignment, assignment_files, mpich_variables, plain  # noqa: F401 (a fixture)
+
+MPICH_MISSING = find_mpich()[2]
 
 REPO = Path(__file__).resolve().parent.parent
 SBATCH = REPO / "hostfiles" / "slurm.sbatch"

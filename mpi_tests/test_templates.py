@@ -9,63 +9,27 @@ of its own (pbs.job's former `--method parmetis`) gives another partition, and u
 fails on Debian's Open MPI-linked ParMETIS. hostfiles/slurm.sbatch is compared the same way
 inside its SLURM cluster, in test_slurm.py.
 
-Every run has a timeout and is killed as a process group if it overruns (conftest.py).
+Every run has a timeout and is killed as a process group if it overruns (harness.py).
 """
 from __future__ import annotations
 
 import os
 import sys
 from pathlib import Path
-from typing import Dict, List
+from typing import List
 
 import pytest
 
-from conftest import distpart, mpi_env, run_bounded
-from test_mpich import HYDRA, LIBMPICH, MISSING as MPICH_MISSING
+from harness import find_mpich, mpi_env, mpich_variables, run_bounded
+from reference import assert_same_assignment, assignment_files
+
+MPICH_MISSING = find_mpich()[2]
 
 REPO = Path(__file__).resolve().parent.parent
 HOSTFILES = REPO / "hostfiles"
 VENV = Path(sys.executable).parent.parent        # .venv (sys.executable is .venv/bin/python)
 RANKS, PARTS = 2, 4
 TIMEOUT = 120  # seconds per run; each takes 3-10 s
-
-
-def assignment_files(out: Path) -> Dict[str, bytes]:
-    """Step 1's result: OUT/assignment's files (the per-type .txt files, partition_meta.json),
-    without the run records (.distpart-*), which name the run and its options."""
-    folder = Path(out) / "assignment"
-    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if not p.name.startswith(".")}
-
-
-def assert_same_assignment(got: Dict[str, bytes], plain: Dict[str, bytes], template: str) -> None:
-    assert sorted(got) == sorted(plain), f"{template}: other assignment files than the plain command's"
-    differ = [name for name in plain if got[name] != plain[name]]
-    assert not differ, (f"{template} partitions differently from the plain command: {differ} differ "
-                        f"(partition_meta.json: {got.get('partition_meta.json', b'').decode()!r})")
-
-
-@pytest.fixture(scope="module")
-def plain(example_dir, tmp_path_factory) -> Dict[str, bytes]:
-    """The reference every template is compared with: the plain command, once."""
-    out = tmp_path_factory.mktemp("plain") / "out"
-    run = distpart(RANKS, "pipeline", example_dir, out, "--num-parts", PARTS, timeout=TIMEOUT)
-    assert "verify: OK" in run.stdout, run.output
-    return assignment_files(out)
-
-
-def mpich_variables(tmp_path: Path) -> Dict[str, str]:
-    """What the docs tell a user to set for MPICH, and its `mpiexec` first on PATH (a wrapper:
-    Hydra finds its proxy next to its own path, so a symlink would not do)."""
-    bin_dir, abi_dir = tmp_path / "mpich-bin", tmp_path / "mpich-abi"
-    bin_dir.mkdir()
-    (bin_dir / "mpiexec").write_text(f'#!/bin/sh\nexec {HYDRA} "$@"\n')
-    (bin_dir / "mpiexec").chmod(0o755)
-    env = {"MPI4PY_MPIABI": "mpich", "PATH": f"{bin_dir}:/usr/bin:/bin"}
-    if LIBMPICH is not None:
-        abi_dir.mkdir()
-        (abi_dir / "libmpi.so.12").symlink_to(LIBMPICH)
-        env["LD_LIBRARY_PATH"] = str(abi_dir)
-    return env
 
 
 @pytest.mark.parametrize("mpi", ["openmpi", "mpich"])

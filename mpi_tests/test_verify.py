@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import distpart
+from harness import distpart
 from distpart.partitions.dglformat import read_graph, read_tensor_dict, write_graph, write_tensor_dict
 
 

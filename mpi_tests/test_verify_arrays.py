@@ -15,7 +15,7 @@ from typing import Callable, Dict
 import numpy as np
 import pytest
 
-from conftest import distpart, mpi_command, mpi_env, run_bounded
+from harness import distpart, mpi_command, mpi_env, run_bounded
 from distpart.partitions.dglformat import read_graph, read_tensor_dict, write_graph, write_tensor_dict
 from distpart.partitions.partbook import ranges_from_counts, type_of
 

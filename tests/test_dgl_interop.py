@@ -1,7 +1,7 @@
 """Cross-checks against real DGL 2.x, run in a separate interpreter that has DGL.
 
-The interpreter is $DISTPART_DGL_PYTHON, else /opt/dglenv/bin/python, else this one if
-it can import dgl; without one every test here is skipped. Each test runs
+The interpreter is harness.find_dgl_python's ($DISTPART_DGL_PYTHON, else /opt/dglenv/bin/python,
+else this one if it can import dgl); without one every test here is skipped. Each test runs
 tests/dgl_check.py under it and compares DGL's view with distpart's.
 """
 
@@ -11,15 +11,15 @@ import importlib.util
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from test_dglformat import check_dgl_written_files
-from test_loader import NUM_PARTS, build_partitions, make_source_graph
-from test_partbook import random_config
+
+from graphs import NUM_PARTS, build_partitions, make_source_graph, random_config
+from harness import DGL_MISSING, find_dgl_python
+from reference import check_dgl_written_files
 
 from distpart import load_orig_ids, load_partition, load_partition_book, load_partition_feats
 from distpart.partitions.partbook import PartitionBook
@@ -40,23 +40,11 @@ def _load_dgl_check() -> Any:
 dgl_check = _load_dgl_check()
 
 
-def _find_dgl_python() -> str | None:
-    configured = os.environ.get("DISTPART_DGL_PYTHON")
-    if configured:
-        return configured
-    if os.path.exists("/opt/dglenv/bin/python"):
-        return "/opt/dglenv/bin/python"
-    if importlib.util.find_spec("dgl") is not None:
-        return sys.executable
-    return None
-
-
 @pytest.fixture(scope="module")
 def dgl_python() -> str:
-    python = _find_dgl_python()
+    python = find_dgl_python()
     if python is None:
-        pytest.skip("DGL not installed: set DISTPART_DGL_PYTHON to a python with dgl 2.x")
-    assert python is not None  # pytest.skip raises
+        pytest.skip(DGL_MISSING)
     return python
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import json
 import struct
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from distpart.partitions.dglformat import (
     write_tensor_dict,
 )
 from distpart.errors import InputError, OutputError
+from reference import check_dgl_written_files
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
@@ -414,63 +414,6 @@ def test_heterogeneous_graph_rejected(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------ files written by DGL
-
-
-def _values(spec: dict[str, Any]) -> np.ndarray:
-    return np.array(spec["values"], dtype=spec["dtype"]).reshape(spec["shape"])
-
-
-def _assert_values(arr: np.ndarray, spec: dict[str, Any], what: str) -> None:
-    assert str(arr.dtype) == spec["dtype"] and list(arr.shape) == spec["shape"], what
-    np.testing.assert_array_equal(arr, _values(spec), what)
-
-
-def check_dgl_written_files(folder: Path, scratch: Path) -> None:
-    """Compare distpart's reader and writer with the files DGL wrote into `folder`.
-
-    `folder` holds the output of `tests/dgl_check.py --save-fixtures`: graph files in
-    several sparse formats and ID types, a tensor dict, and expected.json with the
-    values DGL reads back from them. distpart's own file goes to `scratch`.
-    """
-    expected = json.loads((folder / "expected.json").read_text())
-    for name, want in expected["graphs"].items():
-        graph = read_graph(folder / name)
-        assert graph.num_nodes == want["num_nodes"], name
-        # DGL hands back the graph's ID type (int32 for .int() graphs); distpart int64.
-        assert graph.src.dtype == graph.dst.dtype == np.int64
-        np.testing.assert_array_equal(graph.src, _values(want["src"]), name)
-        np.testing.assert_array_equal(graph.dst, _values(want["dst"]), name)
-        for ours, theirs in ((graph.ndata, want["ndata"]), (graph.edata, want["edata"])):
-            assert sorted(ours) == sorted(theirs), name
-            for key, spec in theirs.items():
-                _assert_values(ours[key], spec, f"{name}: {key}")
-
-    for mmap in (False, True):
-        tensors = read_tensor_dict(folder / "tensors.dgl", mmap=mmap)
-        assert sorted(tensors) == sorted(expected["tensors.dgl"])
-        for key, spec in expected["tensors.dgl"].items():
-            _assert_values(tensors[key], spec, f"tensors.dgl: {key}")
-
-    # Same graph written by distpart: DGL's bytes exactly, past the header's used part,
-    # in every sparse format DGL's save_graphs can be asked for.
-    single = expected["graph_coo_single.dgl"]
-    for formats in (["coo"], ["csr"], ["csc"], ["coo", "csr", "csc"]):
-        name = f"graph_{'_'.join(formats)}_single.dgl"
-        ours_path = scratch / f"distpart_{name}"
-        write_graph(
-            ours_path,
-            single["num_nodes"],
-            _values(single["src"]),
-            _values(single["dst"]),
-            {k: _values(v) for k, v in single["ndata"].items()},
-            {k: _values(v) for k, v in single["edata"].items()},
-            formats=formats,
-        )
-        mine, dgls = ours_path.read_bytes(), (folder / name).read_bytes()
-        assert mine[:32] == dgls[:32] and mine[4096:] == dgls[4096:], name
-        graph = read_graph(ours_path)
-        np.testing.assert_array_equal(graph.src, _values(single["src"]), name)
-        np.testing.assert_array_equal(graph.dst, _values(single["dst"]), name)
 
 
 def test_committed_dgl_fixtures(tmp_path: Path) -> None:

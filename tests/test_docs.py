@@ -36,6 +36,8 @@ from typing import Dict, Iterator, List, Optional, Tuple
 
 import pytest
 
+from harness import mpi_env
+
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 RUN_MARK = "<!-- docs-test: run -->"
@@ -427,14 +429,14 @@ def test_every_page_is_in_the_index():
 # --- running the marked blocks ----------------------------------------------------------------
 
 def run_env() -> Dict[str, str]:
-    """The environment of `source scripts/mpienv.sh`, with this checkout first on the path."""
-    env = dict(os.environ)
+    """The environment of `source scripts/mpienv.sh` (with the harness's settings for many
+    short jobs side by side), with this checkout first on the path."""
+    env = mpi_env()
+    if "PYTHONUNBUFFERED" not in os.environ:   # a block's output interleaves as a user sees it
+        del env["PYTHONUNBUFFERED"]
     venv_bin = ROOT / ".venv" / "bin"
     env["PATH"] = os.pathsep.join([str(venv_bin), str(Path(sys.executable).parent), env.get("PATH", "")])
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    env["OMPI_MCA_rmaps_base_oversubscribe"] = "1"
-    if os.geteuid() == 0:
-        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     return env
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from distpart.assign import metis
 from distpart.assign.metis import MetisError
+from graphs import csr_cut, grid_edges
 
 try:
     LIB = metis.load()
@@ -24,16 +25,8 @@ def csr(n: int, edges: np.ndarray):
 
 
 def grid(a: int, b: int):
-    ids = np.arange(a * b).reshape(a, b)
-    edges = np.concatenate([np.stack([ids[:, :-1].ravel(), ids[:, 1:].ravel()], 1),
-                            np.stack([ids[:-1].ravel(), ids[1:].ravel()], 1)])
-    return csr(a * b, edges)
-
-
-def cut_of(xadj, adjncy, parts, adjwgt=None):
-    rows = np.repeat(np.arange(len(xadj) - 1), np.diff(xadj))
-    w = np.ones(len(adjncy), dtype=np.int64) if adjwgt is None else adjwgt
-    return int(w[parts[rows] != parts[adjncy]].sum()) // 2
+    """CSR of an a x b grid (a rows of b vertices)."""
+    return csr(a * b, grid_edges(b, a))
 
 
 def test_widths_detected():
@@ -47,7 +40,7 @@ def test_grid_cut_is_small_and_balanced(method):
     xadj, adjncy = grid(40, 40)  # the best 4-way cut is 80 (two straight lines)
     cut, parts = metis.part_graph(xadj, adjncy, 4, method=method, seed=3)
     assert parts.dtype == np.int64 and parts.shape == (1600,)
-    assert cut == cut_of(xadj, adjncy, parts)
+    assert cut == csr_cut(xadj, adjncy, parts)
     assert cut <= 120  # random assignment cuts about 3/4 of the 3120 edges
     sizes = np.bincount(parts, minlength=4)
     assert sizes.max() <= 1.03 * 400 + 1 and sizes.min() > 0
@@ -79,7 +72,7 @@ def test_two_constraints_respected(method):
     # the log2(4) = 2 levels (measured here: 1.075 and 1.15).
     allowed = np.array(ub) if method == "kway" else np.array(ub) ** 2
     assert np.all(ratio <= allowed + 1e-9), ratio
-    assert cut == cut_of(xadj, adjncy, parts) and cut < 400
+    assert cut == csr_cut(xadj, adjncy, parts) and cut < 400
 
 
 def test_edge_weights_steer_the_cut():
@@ -90,7 +83,7 @@ def test_edge_weights_steer_the_cut():
     light = {(3, 4), (4, 3), (7, 0), (0, 7)}
     adjwgt = np.array([1 if (int(u), int(v)) in light else 100 for u, v in zip(rows, adjncy)])
     cut, parts = metis.part_graph(xadj, adjncy, 2, adjwgt=adjwgt, ubvec=1.0)
-    assert cut == 2 and cut_of(xadj, adjncy, parts, adjwgt) == 2
+    assert cut == 2 and csr_cut(xadj, adjncy, parts, adjwgt) == 2
     assert len(set(parts[:4])) == 1 and len(set(parts[4:])) == 1 and parts[0] != parts[4]
 
 

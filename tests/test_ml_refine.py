@@ -8,36 +8,17 @@ import numpy as np
 import pytest
 from mpi4py import MPI
 
-from distpart.assign.multilevel.graph import Halo, LevelGraph, block_caps
+from distpart.assign.multilevel.graph import block_caps
 from distpart.assign.multilevel.refinement import balancer, select, swap
 from distpart.assign.multilevel.refinement import jet as jet_module
 from distpart.assign.multilevel.refinement.balancer import best_targets, rebalance
 from distpart.assign.multilevel.refinement.jet import afterburner, candidates, jet
 from distpart.assign.multilevel.refinement.select import first_reaching, priority_keys, sortable
 from distpart.assign.multilevel.refinement.state import Refinement, connections, overload, weight_classes
+from graphs import cut_of, grid_edges, weights_of
+from graphs import level_graph as graph
 
 COMM = MPI.COMM_SELF
-
-
-def graph(n: int, edges, vwgt=None, adjwgt=None) -> "tuple[LevelGraph, Halo]":
-    """The symmetric graph of an undirected edge list (weights per edge), on one rank."""
-    edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
-    w = np.ones(len(edges), dtype=np.int64) if adjwgt is None else np.asarray(adjwgt, dtype=np.int64)
-    src = np.concatenate([edges[:, 0], edges[:, 1]])
-    dst = np.concatenate([edges[:, 1], edges[:, 0]])
-    ww = np.concatenate([w, w])
-    order = np.lexsort((dst, src))
-    xadj = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(src, minlength=n), out=xadj[1:])
-    vwgt = np.ones((n, 1), dtype=np.int64) if vwgt is None else np.asarray(vwgt, dtype=np.int64)
-    g = LevelGraph(np.array([0, n], dtype=np.int64), xadj, dst[order], ww[order], vwgt).with_totals(COMM)
-    return g, Halo.build(COMM, g)
-
-
-def grid_edges(nx: int, ny: int) -> np.ndarray:
-    ids = np.arange(nx * ny).reshape(ny, nx)
-    return np.concatenate([np.stack([ids[:, :-1].ravel(), ids[:, 1:].ravel()], 1),
-                           np.stack([ids[:-1, :].ravel(), ids[1:, :].ravel()], 1)])
 
 
 def swapped_strips(nx: int, ny: int, k: int, swaps: int = 60) -> "tuple[np.ndarray, np.ndarray]":
@@ -50,15 +31,6 @@ def swapped_strips(nx: int, ny: int, k: int, swaps: int = 60) -> "tuple[np.ndarr
         a, b = rng.integers(0, nx * ny, 2)
         start[a], start[b] = start[b], start[a]
     return grid_edges(nx, ny), start
-
-
-def cut_of(edges: np.ndarray, parts: np.ndarray, w=None) -> int:
-    cut = parts[edges[:, 0]] != parts[edges[:, 1]]
-    return int(cut.sum() if w is None else np.asarray(w)[cut].sum())
-
-
-def weights_of(parts: np.ndarray, vwgt: np.ndarray, k: int) -> np.ndarray:
-    return np.stack([np.bincount(parts, weights=vwgt[:, c], minlength=k) for c in range(vwgt.shape[1])], 1)
 
 
 # ---------------------------------------------------------------- pure pieces

@@ -12,7 +12,8 @@ import distpart.assign.multilevel.partitioner as ml
 from distpart.assign.multilevel.coarsening import hierarchy as coarsen_module
 from distpart.assign.multilevel.coarsening import mesh_like
 from distpart.assign.multilevel.graph import block_caps
-from test_ml_refine import cut_of, graph, grid_edges, weights_of
+from graphs import cut_of, grid_edges, weights_of
+from graphs import level_graph as graph
 
 COMM = MPI.COMM_SELF
 

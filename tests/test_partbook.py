@@ -11,6 +11,7 @@ import pytest
 
 from distpart.errors import OutputError
 from distpart.partitions.partbook import PartitionBook, ranges_from_counts
+from graphs import make_config, random_config
 
 
 def test_ranges_from_counts_spec_example() -> None:
@@ -43,39 +44,6 @@ def test_ranges_from_counts_empty_and_small_types() -> None:
 def test_ranges_from_counts_rejects(counts: np.ndarray, names: list[str]) -> None:
     with pytest.raises(ValueError):
         ranges_from_counts(counts, names)
-
-
-def make_config(
-    node_counts: np.ndarray, edge_counts: np.ndarray, ntypes: list[str], etypes: list[str]
-) -> dict[str, Any]:
-    return {
-        "graph_name": "g",
-        "num_parts": len(node_counts),
-        "num_nodes": int(node_counts.sum()),
-        "num_edges": int(edge_counts.sum()),
-        "ntypes": {t: i for i, t in enumerate(ntypes)},
-        "etypes": {t: i for i, t in enumerate(etypes)},
-        "node_map": ranges_from_counts(node_counts, ntypes),
-        "edge_map": ranges_from_counts(edge_counts, etypes),
-    }
-
-
-def random_config(seed: int) -> dict[str, Any]:
-    """A random heterogeneous config with many empty (partition, type) ranges."""
-    rng = np.random.default_rng(seed)
-    num_parts = int(rng.integers(1, 6))
-    ntypes = [f"n{i}" for i in range(int(rng.integers(1, 4)))]
-    etypes = [
-        f"{rng.choice(ntypes)}:r{i}:{rng.choice(ntypes)}" for i in range(int(rng.integers(1, 4)))
-    ]
-
-    def counts(num_types: int) -> np.ndarray:
-        c = rng.integers(0, 6, (num_parts, num_types)) * (rng.random((num_parts, num_types)) < 0.7)
-        if num_parts > 1:
-            c[rng.integers(num_parts)] = 0  # one partition owns nothing of this kind
-        return c
-
-    return make_config(counts(len(ntypes)), counts(len(etypes)), ntypes, etypes)
 
 
 def brute_force(ranges: dict[str, list[list[int]]], names: list[str]) -> tuple[np.ndarray, ...]:

@@ -7,11 +7,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from harness import DGL_MISSING, find_dgl_python
 from distpart.check.report import (even_split_offsets, format_report, imbalance, moved_seeds,
                                    partition_loads, seed_split, summarize, training_costs)
 
@@ -166,18 +166,10 @@ print(json.dumps(out))
 """
 
 
-def _dgl_python():
-    for python in (os.environ.get("DISTPART_DGL_PYTHON"), "/opt/dglenv/bin/python",
-                   "/var/cache/distpart/dgl-2.1.0/bin/python"):
-        if python and Path(python).exists():
-            return python
-    return None
-
-
 def test_moved_seeds_equal_dgls_node_split():
-    python = _dgl_python()
+    python = find_dgl_python()
     if python is None:
-        pytest.skip("DGL not installed: set DISTPART_DGL_PYTHON to a python with dgl 2.x")
+        pytest.skip(DGL_MISSING)
     rng = np.random.default_rng(11)
     cases = [[[6, 2, 3, 0], [9, 5, 7, 4]], [[20, 0, 0, 0], [30, 8, 8, 8]], [[5, 5, 5, 5], [10, 10, 10, 10]]]
     for _ in range(5):

@@ -123,7 +123,7 @@ class TrainSettings:
 def train(cluster, out: Path, train_mask: str, work: Path, s: TrainSettings, ports: "tuple[int, int]") -> Dict:
     """The DGL job on `out`: {"reports": [per trainer], "seconds"} or {"status", "error"}.
     ports: the servers' and torch's rendezvous port, new per job (no TIME_WAIT clash)."""
-    from conftest import dgl_env
+    from harness import dgl_env
     from dgl_job import run_machines, write_ip_config, write_job
     work.mkdir(parents=True, exist_ok=True)
     config = out / "metadata.json"

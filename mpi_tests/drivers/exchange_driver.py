@@ -66,14 +66,16 @@ class CountingComm:
 
 
 # The per-call cap: no Alltoallv moves more than max_bytes in or out of a rank (a row is 8 bytes).
+# 1000 rows are 125 rounds at 64 bytes on one rank: as many rounds as the cap needs prove it.
+ROWS = 1000
 for max_bytes in (64, 1000, 4096):
     counting = CountingComm(comm)
-    big = rng.integers(0, size, 5000 + 100 * rank)
+    big = rng.integers(0, size, ROWS + 100 * rank)
     exchange(counting, big, [np.arange(len(big), dtype=np.int64)], max_bytes)
     worst = max(max(c) for c in counting.calls)
     if worst > max_bytes:
         failures.append(f"an Alltoallv moved {worst} bytes with max_bytes={max_bytes}")
-    if len(counting.calls) < 5000 * 8 // max_bytes // size:
+    if len(counting.calls) < ROWS * 8 // max_bytes // size:
         failures.append(f"too few rounds ({len(counting.calls)}) for max_bytes={max_bytes}")
 
 # Ranks sending different dtypes in one column get the same clear error, never a truncation.
