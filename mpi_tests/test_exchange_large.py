@@ -2,7 +2,7 @@
 (standing in for 2**31 - 1 bytes), on 2 and 4 ranks: the data arrive exactly."""
 import pytest
 
-from conftest import run_driver
+from harness import run_driver
 
 
 @pytest.mark.parametrize("nranks", (2, 4))
