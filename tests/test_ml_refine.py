@@ -466,3 +466,20 @@ def test_volume_refinement_lowers_the_volume_within_the_caps() -> None:
     before, after = brute_volume(nx * ny, edges, start), brute_volume(nx * ny, edges, out)
     assert after == total_volume(COMM, g, halo, out, k) and after < 0.7 * before, (after, before)
     assert np.array_equal(out, volume_refine(COMM, g, halo, start, k, caps, seed=1))
+
+
+def test_halo_indices_are_int32_where_they_fit_and_the_result_is_the_same(monkeypatch) -> None:
+    from distpart.assign.multilevel import graph as graph_module
+
+    nx, ny, k = 30, 30, 4
+    edges = grid_edges(nx, ny)
+    g, halo = graph(nx * ny, edges)
+    assert halo.col.dtype == np.int32
+    caps = block_caps(g.total, k, 1.05)
+    start = noisy_strips(nx, ny, k, 0.2, 3)
+    small = jet(COMM, g, halo, rebalance(COMM, g, halo, start, k, caps), k, caps, seed=1, finest=True)
+    monkeypatch.setattr(graph_module, "COL32_LIMIT", nx * ny - 1)   # one index past it: int64
+    g, halo = graph(nx * ny, edges)
+    assert halo.col.dtype == np.int64
+    wide = jet(COMM, g, halo, rebalance(COMM, g, halo, start, k, caps), k, caps, seed=1, finest=True)
+    assert np.array_equal(small, wide)

@@ -36,6 +36,30 @@ HUB_SKEW = 8
 # a result (the pieces are summed or handled independently).
 CONTRACT_PIECE = 1 << 20
 AFTERBURNER_PIECE = 1 << 22
+EVALUATE_PIECE = 1 << 20
+COL32_LIMIT = int(np.iinfo(np.int32).max)   # a level's extended indices up to this are int32
+
+
+def unit_weights(m: int) -> np.ndarray:
+    """m edge weights of 1 that take no memory (a read-only zero-stride view): the finest
+    level of the cut objective, whose weights are all 1."""
+    return np.broadcast_to(np.ones(1, dtype=np.int64), (m,))
+
+
+def is_unit(adjwgt: np.ndarray) -> bool:
+    """Every weight is 1 (a `unit_weights` view is recognised without reading it)."""
+    if adjwgt.ndim == 1 and adjwgt.strides == (0,):
+        return len(adjwgt) == 0 or int(adjwgt[0]) == 1
+    return bool(np.all(adjwgt == 1))
+
+
+def row_pieces(xadj: np.ndarray, piece: int):
+    """(first row, end row) ranges of consecutive rows holding about `piece` adjacency
+    entries each (a row with more is a piece of its own), covering every row."""
+    n, m = len(xadj) - 1, int(xadj[-1])
+    cuts = np.searchsorted(xadj, np.arange(piece, m, piece), side="right") - 1
+    bounds = np.unique(np.concatenate([[0], np.clip(cuts, 0, n), [n]]))
+    return zip(bounds[:-1].tolist(), bounds[1:].tolist()) if n else iter(())
 
 
 @dataclass
@@ -45,7 +69,7 @@ class LevelGraph:
     vtxdist: np.ndarray   # (R + 1,) int64 block boundaries of global vertex IDs
     xadj: np.ndarray      # (nlocal + 1,) int64
     adjncy: np.ndarray    # (m,) int64 global neighbour IDs, no self loops, no duplicates in a row
-    adjwgt: np.ndarray    # (m,) int64 edge weights
+    adjwgt: np.ndarray    # (m,) int64 edge weights (`unit_weights` where all are 1)
     vwgt: np.ndarray      # (nlocal, ncon) int64 vertex weights
     total: np.ndarray = field(default=None)  # (ncon,) int64 global column sums
 
@@ -89,7 +113,7 @@ class Halo:
     """Ghost vertices of one rank of a LevelGraph and the plan to refresh their values."""
 
     ghosts: np.ndarray        # (nghost,) global IDs, ascending, not owned here
-    col: np.ndarray           # (m,) extended local index of every adjacency entry
+    col: np.ndarray           # (m,) extended local index of every adjacency entry (int32 if it fits)
     send_local: np.ndarray    # local indices of own vertices other ranks need, grouped by rank
     send_counts: np.ndarray   # (R,) rows to each rank
     recv_order: np.ndarray    # where each received row goes among the ghosts
@@ -102,7 +126,9 @@ class Halo:
         remote = (g.adjncy < lo) | (g.adjncy >= hi)
         # A sort, not np.unique: numpy 2's hash-based unique took 6.4 s against 0.14 s on 9.5M IDs.
         ghosts = sorted_unique(g.adjncy[remote])
-        col = g.adjncy - lo
+        # Half the bytes of the largest array a level holds besides adjncy, where indices fit.
+        col = np.empty(len(g.adjncy), dtype=np.int32 if g.nlocal + len(ghosts) <= COL32_LIMIT else np.int64)
+        np.subtract(g.adjncy, lo, out=col, casting="unsafe")   # remote entries are set next
         col[remote] = g.nlocal + np.searchsorted(ghosts, g.adjncy[remote])
         order, counts = group_by_owner(g.owner(ghosts), comm.Get_size())
         (asked,), recv_counts = alltoallv_grouped(comm, [ghosts], counts, order, max_bytes)

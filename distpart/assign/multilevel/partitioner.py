@@ -14,7 +14,7 @@ from ...mpi.exchange import DEFAULT_MAX_BYTES, lookup
 from ...run.heap import reused_heap
 from ...run.progress import Progress
 from ..step1 import Setup
-from .graph import Halo, LevelGraph, block_caps, block_weights
+from .graph import Halo, LevelGraph, block_caps, block_weights, unit_weights
 
 if TYPE_CHECKING:
     from mpi4py.MPI import Intracomm
@@ -58,7 +58,7 @@ def partition(comm: "Intracomm", graph: "Step1Graph", vwgt: np.ndarray, k: int, 
     if objective is not None and objective.name == "fetch":
         adjwgt = fetch_edge_weights(comm, graph.meta, csr, objective, max_bytes)
     else:
-        adjwgt = np.ones(len(csr.adjncy), dtype=np.int64)
+        adjwgt = unit_weights(len(csr.adjncy))
     g = LevelGraph(csr.vtxdist, csr.xadj, csr.adjncy, adjwgt, vwgt)
     del adjwgt, csr, vwgt
     g.with_totals(comm)

@@ -21,7 +21,7 @@ import numpy as np
 
 from ....arrays import GOLDEN64, runs, segment_starts, splitmix64, sum_pairs
 from ....mpi.exchange import allreduce_max, allreduce_sum, exchange, lookup
-from ..graph import Halo, LevelGraph, share_of
+from ..graph import Halo, LevelGraph, is_unit, share_of, unit_weights
 
 if TYPE_CHECKING:
     from mpi4py.MPI import Intracomm
@@ -141,8 +141,8 @@ def _connections(g: LevelGraph, halo: Halo, ext_labels: np.ndarray, rows: np.nda
     """(cluster, local row, connection weight) of the adjacency `entries` (rows[i] is entry
     i's row), one per (cluster, row), sorted by cluster: each cluster's entries are then
     one run, so candidate clusters need no search."""
-    return sum_pairs(ext_labels[halo.col[entries]], rows[entries], g.adjwgt[entries], max(g.n - 1, 0),
-                     max(g.nlocal - 1, 0))
+    w = unit_weights(len(entries)) if is_unit(g.adjwgt) else g.adjwgt[entries]
+    return sum_pairs(ext_labels[halo.col[entries]], rows[entries], w, max(g.n - 1, 0), max(g.nlocal - 1, 0))
 
 
 def _lp_batch(comm: "Intracomm", g: LevelGraph, halo: Halo, labels: np.ndarray, cw: np.ndarray,

@@ -14,7 +14,7 @@ import numpy as np
 
 from ....arrays import keyed_permutation, segment_sums
 from ....mpi.exchange import allreduce_sum, concat_ranges
-from ..graph import HUB_SKEW, Halo, LevelGraph
+from ..graph import EVALUATE_PIECE, HUB_SKEW, Halo, LevelGraph, is_unit, row_pieces
 from .select import QBITS
 
 if TYPE_CHECKING:
@@ -34,18 +34,36 @@ def overload(bw: np.ndarray, caps: np.ndarray, avg: np.ndarray) -> float:
 
 def connections(g: LevelGraph, halo: Halo, ext: np.ndarray, rows: np.ndarray, k: int,
                 unit: bool = False) -> np.ndarray:
-    """(len(rows), k) int64 edge weight from each of the given local rows to each block
-    (`ext`: extended block ids; `unit`: every edge weight is 1, so edges are counted).
-    Sums of integer weights in float64 are exact below 2**53."""
+    """(len(rows), k) int64 edge weight from each of the given local rows to each block (`ext`: extended block ids; `unit`: every edge weight is 1, so edges are counted).
+    Rows go in pieces of the level (EVALUATE_PIECE entries): edge-length temporaries of one
+    piece. Sums of integer weights in float64 are exact below 2**53."""
+    out = np.empty((len(rows), k), dtype=np.int64)
+    if len(rows) == 0:
+        return out
+    if np.any(rows[1:] < rows[:-1]):
+        order = np.argsort(rows, kind="stable")
+        out[order] = connections(g, halo, ext, rows[order], k, unit)
+        return out
+    for lo, hi in row_pieces(g.xadj, EVALUATE_PIECE):
+        a, b = np.searchsorted(rows, [lo, hi])
+        if a < b:
+            out[a:b] = _piece_connections(g, halo, ext, rows[a:b], k, unit, lo, hi)
+    return out
+
+
+def _piece_connections(g: LevelGraph, halo: Halo, ext: np.ndarray, rows: np.ndarray, k: int, unit: bool,
+                       lo: int, hi: int) -> np.ndarray:
+    """`connections` of rows inside the row range [lo, hi)."""
     deg = g.xadj[rows + 1] - g.xadj[rows]
-    if 2 * int(deg.sum()) > len(g.adjncy):
-        # Most of the edges: one pass over all of them, other rows counted into a spare row,
-        # beats gathering the rows' edges one range at a time.
-        pos = np.full(g.nlocal, len(rows), dtype=np.int64)
-        pos[rows] = np.arange(len(rows), dtype=np.int64)
-        key = np.repeat(pos * k, np.diff(g.xadj))
-        key += ext[halo.col]
-        weights = None if unit else g.adjwgt
+    e0, e1 = int(g.xadj[lo]), int(g.xadj[hi])
+    if 2 * int(deg.sum()) > e1 - e0:
+        # Most of the piece's edges: one pass over all of them, other rows counted into a
+        # spare row, beats gathering the rows' edges one range at a time.
+        pos = np.full(hi - lo, len(rows), dtype=np.int64)
+        pos[rows - lo] = np.arange(len(rows), dtype=np.int64)
+        key = np.repeat(pos * k, np.diff(g.xadj[lo:hi + 1]))
+        key += ext[halo.col[e0:e1]]
+        weights = None if unit else g.adjwgt[e0:e1]
     else:
         idx = concat_ranges(g.xadj[rows], deg)
         key = np.repeat(np.arange(len(rows), dtype=np.int64) * k, deg) + ext[halo.col[idx]]
@@ -130,7 +148,7 @@ class Refinement:
         self.hair = np.ceil(HAIR * self.avg).astype(np.int64)
         self.deg = np.diff(g.xadj)
         self.wdeg = segment_sums(g.xadj, g.adjwgt)
-        self.unit = bool(np.all(g.adjwgt == 1))   # the finest level: edges are counted, not weighed
+        self.unit = is_unit(g.adjwgt)   # the finest level: edges are counted, not weighed
         self.hub_degree = max(HUB_DEGREE, HUB_SKEW * g.global_entries(comm) // max(g.n, 1))
         # Ties go by a seeded permutation of global IDs: unique, and the same for any R.
         self.tie = keyed_permutation(halo.ext_ids(g, comm), max(g.n, 1), seed)
@@ -157,13 +175,18 @@ class Refinement:
         counters summed over ranks in one Allreduce. Collective."""
         g, k = self.g, self.k
         ext = self.halo.extend(comm, np.asarray(parts, dtype=np.int64))
-        diff = ext[self.halo.col] != np.repeat(ext[:g.nlocal], self.deg)
-        local = np.concatenate([column_sums(ext[:g.nlocal], g.vwgt, k).reshape(-1),
-                                [np.count_nonzero(diff) if self.unit else int(g.adjwgt[diff].sum())],
+        own = ext[:g.nlocal]
+        cut, border = 0, np.zeros(g.nlocal, dtype=bool)
+        # In pieces of rows: edge-length temporaries of one piece, not of the whole level.
+        for lo, hi in row_pieces(g.xadj, EVALUATE_PIECE):
+            e0, e1 = int(g.xadj[lo]), int(g.xadj[hi])
+            diff = ext[self.halo.col[e0:e1]] != np.repeat(own[lo:hi], self.deg[lo:hi])
+            cut += np.count_nonzero(diff) if self.unit else int(g.adjwgt[e0:e1][diff].sum())
+            border[lo:hi] = border_rows(g.xadj[lo:hi + 1] - e0, diff)
+        local = np.concatenate([column_sums(own, g.vwgt, k).reshape(-1), [cut],
                                 np.asarray(extra, dtype=np.int64)])
         red = allreduce_sum(comm, local)
         bw = red[:k * g.ncon].reshape(k, g.ncon)
-        border = border_rows(g.xadj, diff)
         # Each cut edge is seen once from each end, wherever the ends live.
         return State(ext, bw, int(red[k * g.ncon]) // 2, border, overload(bw, self.caps, self.avg),
                      red[k * g.ncon + 1:])
