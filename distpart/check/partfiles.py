@@ -18,7 +18,7 @@ from typing import Callable, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..arrays import first_outside, sorted_unique
+from ..arrays import first_outside, id_dtype, sorted_unique
 from ..chunked.metadata import GraphMeta
 from ..chunked.readers import FeatureSource
 from ..errors import OutputError
@@ -39,6 +39,8 @@ NODE_DATA = {"_ID": (_INT64, "int64"), "_TYPE": (_SIGNED, "a signed integer type
 EDGE_DATA = {"_ID": (_INT64, "int64"), "_TYPE": (_ID_TYPES, "int32 or int64"),
              "inner_edge": (_FLAG, "uint8")}
 PART_ID = (_SIGNED, "a signed integer type")
+# Edges checked at a time where a check would otherwise make whole-partition temporaries.
+_ROWS = 1 << 20
 
 
 @dataclass
@@ -47,7 +49,7 @@ class Part:
 
     # Per edge type: (orig edge ID, new source ID, new destination ID) of each kept edge.
     # Only these claims are kept from graph.dgl, and each is dropped once checked, so the
-    # check holds 24 bytes per edge instead of the whole graph.
+    # check holds 12 bytes per edge (int32 IDs while they fit) instead of the whole graph.
     edge_claims: Dict[int, Tuple[np.ndarray, np.ndarray, np.ndarray]]
     orig_nids: Dict[str, np.ndarray]
     orig_eids: Dict[str, np.ndarray]
@@ -137,7 +139,8 @@ def load_part(out_dir: Path, config: dict, p: int, meta: GraphMeta, node_counts:
             _expect_rows(out_dir / files["edge_feats"], edge_feats, f"{et.name}/{f}", edge_counts[p, e],
                          _stored_form(cf))
     advance(0.05)
-    claims = _edge_claims(g, nid, eid, etype, orig_eids, meta, range_starts(edge_counts)[p])
+    claims = _edge_claims(g, nid, eid, etype, orig_eids, meta, range_starts(edge_counts)[p], int(node_counts.sum()))
+    del g, nid, eid, etype
     advance(0.25)
     # orig_eids orders the edge feature rows; types without features need only the claims.
     kept = {et.name: orig_eids[et.name] for et in meta.edge_types if meta.edge_features(et.name)}
@@ -180,9 +183,10 @@ def check_graph(gpath: Path, g: PartitionGraph, p: int, node_counts: np.ndarray,
     eid, etype = np.asarray(g.edata["_ID"]), np.asarray(g.edata["_TYPE"])
     e_first = int(range_starts(edge_counts)[p, 0]) if edge_counts.size else 0
     n_edges = int(edge_counts[p].sum())
-    if len(eid) != n_edges or not np.array_equal(np.sort(eid), np.arange(e_first, e_first + n_edges)):
+    if len(eid) != n_edges or not _is_range(eid, e_first):
         raise OutputError(gpath, f"edge _ID are not the edge_map range [{e_first}, {e_first + n_edges})")
-    if n_edges and not np.array_equal(etype, type_of(eid, edge_counts)):
+    if n_edges and not all(np.array_equal(etype[lo:lo + _ROWS], type_of(eid[lo:lo + _ROWS], edge_counts))
+                           for lo in range(0, n_edges, _ROWS)):
         raise OutputError(gpath, "edge _TYPE disagrees with edge_map")
     cleared = np.flatnonzero(np.asarray(g.edata["inner_edge"]) != 1)
     if len(cleared):
@@ -190,6 +194,16 @@ def check_graph(gpath: Path, g: PartitionGraph, p: int, node_counts: np.ndarray,
         raise OutputError(gpath, f"inner_edge of edge _ID {int(eid[i])} is {int(g.edata['inner_edge'][i])}, "
                                  f"but every edge of a partition is its own (1)")
     return nid, eid, etype
+
+
+def _is_range(ids: np.ndarray, first: int) -> bool:
+    """Whether `ids` holds exactly [first, first + len(ids)), in any order. Strictly rising IDs
+    from `first` to `first + len - 1` are that range, checked without a sorted copy."""
+    n = len(ids)
+    if n and int(ids[0]) == first and int(ids[-1]) == first + n - 1 and \
+            all((w[1:] > w[:-1]).all() for w in (ids[lo:lo + _ROWS + 1] for lo in range(0, n - 1, _ROWS))):
+        return True
+    return np.array_equal(np.sort(ids), np.arange(first, first + n))
 
 
 def _check_halo(gpath: Path, g: PartitionGraph, nid: np.ndarray, n_inner: int, first: int) -> None:
@@ -220,16 +234,18 @@ def _expect_data(path: Path, data: dict, what: str, key: str, dtypes: Sequence[n
 
 
 def _edge_claims(g, nid: np.ndarray, eid: np.ndarray, etype: np.ndarray, orig_eids: Dict[str, np.ndarray],
-                 meta: GraphMeta, starts: np.ndarray) -> Dict[int, Tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """(orig ID, new src, new dst) per edge type, from a checked partition graph."""
-    src, dst = nid[g.src], nid[g.dst]
+                 meta: GraphMeta, starts: np.ndarray, num_nodes: int) -> Dict[int, Tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """(orig ID, new src, new dst) per edge type, from a checked partition graph, each in the
+    narrowest dtype holding its IDs (`id_dtype`): half the bytes per held claim while they fit."""
+    new = nid.astype(id_dtype(num_nodes))   # the same on every rank: claims are exchanged
     claims = {}
     for e, et in enumerate(meta.edge_types):
-        if len(etype) and (etype == e).all():   # one edge type: no copies
-            claims[e] = (orig_eids[et.name][eid - starts[e]], src, dst)
+        orig = orig_eids[et.name].astype(id_dtype(et.count), copy=False)
+        if len(etype) and (etype == e).all():   # one edge type: no selection
+            claims[e] = (orig[eid - starts[e]], new[g.src], new[g.dst])
             continue
         sel = np.flatnonzero(etype == e)
-        claims[e] = (orig_eids[et.name][eid[sel] - starts[e]], src[sel], dst[sel])
+        claims[e] = (orig[eid[sel] - starts[e]], new[g.src[sel]], new[g.dst[sel]])
     return claims
 
 

@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Dict, Optional, Tuple
 import numpy as np
 
 from ..assign.assignment import Assignment
-from ..chunked.blocks import rank_bounds, read_edge_block
+from ..chunked.blocks import rank_bounds, read_block_pieces
 from ..chunked.metadata import GraphMeta, read_json
 from ..chunked.readers import FeatureSource
 from ..errors import OutputError
 from ..mpi.collective import agreed
-from ..mpi.exchange import allreduce_sum, exchange, lookup
+from ..mpi.exchange import allreduce_max, allreduce_sum, exchange, lookup
 from ..partitions.dglformat import to_storable
 from ..partitions.layout import PartitionLayout, check_layout
 from ..partitions.partbook import range_starts
@@ -133,55 +133,73 @@ def _check_edges(comm: Intracomm, meta: GraphMeta, assignment: Assignment, parts
                  progress: Progress) -> float:
     """Check edge type e's edges and features. Advances `progress` by one per edge of this
     rank's input block (in steps: its reading, claims and two lookups) and one per feature
-    row; returns that amount."""
+    row; returns that amount.
+
+    The claims are placed by edge into two tables (claimed new source and destination of each
+    edge of the block); the block's endpoints are then looked up chunk by chunk and compared
+    with them, so the lookups' temporaries stay bounded whatever the block's size."""
     etype = meta.edge_types[e]
-    block = read_edge_block(comm, meta, etype, progress, 0.1)
-    n = len(block.src)
-    bounds = rank_bounds(comm, block.start, etype.count)
+    pieces, start = read_block_pieces(comm, meta, etype, _chunk_rows(max_bytes), progress, 0.1)
+    n = sum(len(src) for src, _ in pieces)
+    bounds = rank_bounds(comm, start, etype.count)
     orig, src, dst = _take_claims(parts, e)
     owner = np.searchsorted(bounds, orig, side="right") - 1
     columns = [orig, src, dst]
     del orig, src, dst  # the exchange frees each column once sent
     (local, src_r, dst_r), _ = exchange(comm, owner, columns, max_bytes)
     del owner
-    local -= block.start
+    local -= local.dtype.type(start)
     with agreed(comm):
-        _exactly_once(local, len(block.src), block.start, f"edge {{}} of type '{etype.name}' is kept {{}} times")
+        _exactly_once(local, n, start, f"edge {{}} of type '{etype.name}' is kept {{}} times")
+    claimed_src, claimed_dst = np.empty(n, src_r.dtype), np.empty(n, dst_r.dtype)
+    claimed_src[local], claimed_dst[local] = src_r, dst_r
+    del local, src_r, dst_r
     progress.advance(0.3 * n)
-    # One endpoint at a time, each lookup freed before the next.
-    want = lookup(comm, block.dst, assignment.blocks[etype.dst].bounds, new_of_orig[etype.dst], max_bytes)
-    bad = want[local] != dst_r
-    del want, dst_r
-    progress.advance(0.3 * n)
-    want = lookup(comm, block.src, assignment.blocks[etype.src].bounds, new_of_orig[etype.src], max_bytes)
-    bad |= want[local] != src_r
-    del want, src_r
-    with agreed(comm):
+    first_bad = None   # (edge ID, input src, input dst) of the first edge that connects the wrong nodes
+    at = 0
+    for c in range(int(allreduce_max(comm, np.array([len(pieces)]))[0])):
+        src, dst = pieces[c] if c < len(pieces) else (np.empty(0, np.int64), np.empty(0, np.int64))
+        m = len(src)
+        bad = lookup(comm, dst, assignment.blocks[etype.dst].bounds, new_of_orig[etype.dst], max_bytes) \
+            != claimed_dst[at:at + m]
+        bad |= lookup(comm, src, assignment.blocks[etype.src].bounds, new_of_orig[etype.src], max_bytes) \
+            != claimed_src[at:at + m]
         wrong = np.flatnonzero(bad)
-        if len(wrong):
-            i = int(local[wrong[0]]) + block.start
-            raise OutputError(None, f"edge {i} of type '{etype.name}' connects the wrong nodes "
-                                    f"(input {int(block.src[i - block.start])} -> {int(block.dst[i - block.start])})")
-    progress.advance(0.3 * n)
+        if first_bad is None and len(wrong):
+            i = int(wrong[0])
+            first_bad = (start + at + i, int(src[i]), int(dst[i]))
+        if c < len(pieces):
+            pieces[c] = None
+        at += m
+        progress.advance(0.6 * m)
+    del claimed_src, claimed_dst
+    with agreed(comm):
+        if first_bad is not None:
+            raise OutputError(None, f"edge {first_bad[0]} of type '{etype.name}' connects the wrong nodes "
+                                    f"(input {first_bad[1]} -> {first_bad[2]})")
     for fname, files in meta.edge_features(etype.name).items():
         key = f"{etype.name}/{fname}"
         rows = _concat_rows([parts[p].edge_feats.pop(key) for p in parts])
         orig_all = _concat([parts[p].orig_eids[etype.name] for p in parts])
-        _compare_feature(comm, FeatureSource(files), block.start, len(block.src), bounds,
-                         orig_all, rows, key, max_bytes)
+        _compare_feature(comm, FeatureSource(files), start, n, bounds, orig_all, rows, key, max_bytes)
         progress.advance(n)
     for part in parts.values():
         part.orig_eids.pop(etype.name, None)
     return float(n * (1 + len(meta.edge_features(etype.name))))
 
 
+def _chunk_rows(max_bytes: int) -> int:
+    """Input edges checked per chunk: the two lookups hold about 64 bytes per edge of a chunk."""
+    return max(1, min(1 << 20, max_bytes // 64))
+
+
 def _take_claims(parts: Dict[int, Part], e: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """This rank's claims for edge type e as three columns, removed from the partitions
-    (a column's pieces are released as soon as it is concatenated)."""
+    """This rank's claims for edge type e as three columns (dtypes kept), removed from the
+    partitions (a column's pieces are released as soon as it is concatenated)."""
     pieces = [list(part.edge_claims.pop(e)) for part in parts.values()]
     columns = []
     for j in range(3):
-        columns.append(_concat([piece[j] for piece in pieces]))
+        columns.append(_concat([piece[j] for piece in pieces], keep_dtype=True))
         for piece in pieces:
             piece[j] = None
     return columns[0], columns[1], columns[2]
@@ -209,15 +227,24 @@ def _compare_feature(comm: Intracomm, source: FeatureSource, start: int, n: int,
 
 def _exactly_once(local: np.ndarray, n: int, first: int, message: str) -> None:
     """Every item of this rank's input block [first, first + n) is claimed exactly once."""
+    if len(local) == n and (n == 0 or (int(local.min()) >= 0 and int(local.max()) < n)):
+        seen = np.zeros(n, dtype=bool)   # n claims covering all n items: each exactly once
+        seen[local] = True
+        if seen.all():
+            return
     times = np.bincount(local, minlength=n)
     if (times != 1).any():
         bad = int(np.flatnonzero(times != 1)[0])
         raise OutputError(None, message.format(first + bad, int(times[bad])) + " (expected exactly 1)")
 
 
-def _concat(arrays) -> np.ndarray:
+def _concat(arrays, keep_dtype: bool = False) -> np.ndarray:
+    """The arrays joined, as int64 unless `keep_dtype` (then the pieces must share their dtype)."""
     arrays = list(arrays)
-    return np.concatenate(arrays).astype(np.int64, copy=False) if arrays else np.empty(0, np.int64)
+    if not arrays:
+        return np.empty(0, np.int64)
+    joined = np.concatenate(arrays) if len(arrays) > 1 else arrays[0]
+    return joined if keep_dtype else joined.astype(np.int64, copy=False)
 
 
 def _concat_rows(arrays) -> np.ndarray:

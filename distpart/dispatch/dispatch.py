@@ -40,12 +40,12 @@ from ..paths import GRAPHBOLT_FILE, PART_FILES, part_dir
 from ..run.faults import pause_point
 from ..run.progress import Progress
 from ..chunked.readers import FeatureSource
-from ..arrays import new_node_ids
+from ..arrays import id_dtype, new_node_ids
 from ..partitions.partbook import range_starts
 from .edges import EdgeRoute, PartEdges, send_edges
 from .publish import (gathered_edge_counts, output_options, prepare_output, publish_output,
                       publish_partition, reusable_partitions, staged_path)
-from .relabel import by_partition, id_dtype, node_groups
+from .relabel import by_partition, node_groups
 from .write import write_partition
 from ..run.resume import RunKey
 

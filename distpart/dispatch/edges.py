@@ -2,7 +2,7 @@
 destinations, endpoints as new IDs, in chunks so that the lookups' and the exchange's
 temporaries stay bounded whatever the block's size.
 
-Edges are held compactly (`relabel.id_dtype`: int32 original IDs and new IDs while they fit)
+Edges are held compactly (`arrays.id_dtype`: int32 original IDs and new IDs while they fit)
 until the partition is written. Each rank reads an ascending block of edge IDs in ID order
 and `exchange` delivers rows grouped by source rank in the order sent, so an owner that
 keeps each source rank's chunks apart and joins them source by source has its edges in
@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ..arrays import offsets
+from ..arrays import id_dtype, offsets
 from ..assign.assignment import Assignment
-from ..chunked.blocks import edge_pieces
+from ..chunked.blocks import read_block_pieces
 from ..chunked.metadata import EdgeType, GraphMeta
-from ..mpi.exchange import allreduce_max, exchange, exscan_sum, lookup
+from ..mpi.exchange import allreduce_max, exchange, lookup
 from ..partitions.layout import PartitionLayout
 from ..run.progress import Progress
-from .relabel import by_partition, id_dtype
+from .relabel import by_partition
 
 if TYPE_CHECKING:
     from mpi4py.MPI import Intracomm
@@ -94,7 +94,7 @@ def _send_edge_type(comm: Intracomm, meta: GraphMeta, assignment: Assignment, et
                     rows_to_build: Callable[[np.ndarray], "slice | np.ndarray"], max_bytes: int,
                     progress: Progress, inbox: "_Inbox", counts: np.ndarray) -> EdgeRoute:
     """Send one edge type's block chunk by chunk; `counts` (P,) gets the block's edges per partition."""
-    pieces, start = _read_block(comm, meta, etype, chunk_rows(max_bytes), progress)
+    pieces, start = read_block_pieces(comm, meta, etype, chunk_rows(max_bytes), progress, _READ)
     n = sum(len(src) for src, _ in pieces)
     src_blk, dst_blk = assignment.blocks[etype.src], assignment.blocks[etype.dst]
     orig_dtype = id_dtype(etype.count)
@@ -129,19 +129,6 @@ def _send_edge_type(comm: Intracomm, meta: GraphMeta, assignment: Assignment, et
         progress.advance(m * _SEND)
     whole = np.concatenate(route) if len(route) > 1 else route[0] if route else np.empty(0, np.int32)
     return EdgeRoute(start, n, whole if featured else None)
-
-
-def _read_block(comm: Intracomm, meta: GraphMeta, etype: EdgeType, rows: int,
-                progress: Progress) -> Tuple[List[Tuple[np.ndarray, np.ndarray]], int]:
-    """This rank's block of `etype`, as pieces of at most about `rows` edges with endpoints in
-    the narrowest dtype that holds their type's IDs, and its first edge ID. Collective."""
-    src_dtype, dst_dtype = id_dtype(meta.num_nodes(etype.src)), id_dtype(meta.num_nodes(etype.dst))
-    pieces = []
-    for piece in edge_pieces(comm, meta, etype, rows, progress, _READ):
-        if len(piece.src):
-            pieces.append((piece.src.astype(src_dtype), piece.dst.astype(dst_dtype)))
-    start = int(exscan_sum(comm, np.array([sum(len(s) for s, _ in pieces)]))[0])
-    return pieces, start
 
 
 class _Inbox:

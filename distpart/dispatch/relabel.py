@@ -6,7 +6,7 @@ original per-type ID. Edges are numbered the same way by (partition, edge type, 
 edge ID). Because the order is a function of the input and the assignment only, the
 output does not depend on how many ranks computed it.
 
-Step 2 holds IDs as int32 when every ID of their range fits (`id_dtype`), int64 otherwise.
+Step 2 holds IDs as int32 when every ID of their range fits (`arrays.id_dtype`), int64 otherwise.
 """
 from __future__ import annotations
 
@@ -16,15 +16,8 @@ import numpy as np
 
 from ..arrays import group_by_owner, offsets, sorted_unique
 
-# Largest count of IDs [0, n) that int32 holds; a module constant so tests can force int64.
-INT32_IDS = 2**31
 # Edges converted to local IDs at a time: bounds the conversion's temporaries.
 _LOCAL_ROWS = 1 << 20
-
-
-def id_dtype(count: int) -> np.dtype:
-    """int32 when every ID in [0, count) fits it, else int64 (half the bytes per held ID)."""
-    return np.dtype(np.int32) if count <= INT32_IDS else np.dtype(np.int64)
 
 
 def local_graph(first: int, stop: int, src: np.ndarray,
