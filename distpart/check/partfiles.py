@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterator, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -22,7 +22,7 @@ from ..arrays import first_outside, id_dtype, sorted_unique
 from ..chunked.metadata import GraphMeta
 from ..chunked.readers import FeatureSource
 from ..errors import OutputError
-from ..partitions.dglformat import PartitionGraph, read_graph, read_tensor_dict, storable_dtype
+from ..partitions.dglformat import PartitionGraph, read_graph, read_tensor_dict, release_pages, storable_dtype
 from ..partitions.partbook import PartitionBook, range_starts, type_of
 from ..paths import CONFIG_FILE
 
@@ -110,7 +110,7 @@ def load_part(out_dir: Path, config: dict, p: int, meta: GraphMeta, node_counts:
     if not isinstance(files, dict):
         raise OutputError(out_dir / CONFIG_FILE, f"no entry 'part-{p}'")
     gpath = out_dir / files["part_graph"]
-    g = read_graph(gpath)
+    g = read_graph(gpath, mmap=True)   # walked piece by piece below: never whole in memory
     advance(0.25)
     nid, eid, etype = check_graph(gpath, g, p, node_counts, edge_counts)
     advance(0.45)
@@ -139,7 +139,8 @@ def load_part(out_dir: Path, config: dict, p: int, meta: GraphMeta, node_counts:
             _expect_rows(out_dir / files["edge_feats"], edge_feats, f"{et.name}/{f}", edge_counts[p, e],
                          _stored_form(cf))
     advance(0.05)
-    claims = _edge_claims(g, nid, eid, etype, orig_eids, meta, range_starts(edge_counts)[p], int(node_counts.sum()))
+    claims = _edge_claims(g, nid, eid, etype, orig_eids, meta, range_starts(edge_counts)[p], edge_counts[p],
+                          int(node_counts.sum()))
     del g, nid, eid, etype
     advance(0.25)
     # orig_eids orders the edge feature rows; types without features need only the claims.
@@ -178,32 +179,52 @@ def check_graph(gpath: Path, g: PartitionGraph, p: int, node_counts: np.ndarray,
             i = int(wrong[0])
             raise OutputError(gpath, f"part_id of node _ID {int(nid[i])} is {int(g.ndata['part_id'][i])}, "
                                      f"but node_map puts it in partition {int(owner[i])}")
-    if (g.dst >= n_inner).any():
+    if any((d >= n_inner).any() for (d,) in _pieces(g.dst)):
         raise OutputError(gpath, "an edge's destination is not owned by this partition")
-    eid, etype = np.asarray(g.edata["_ID"]), np.asarray(g.edata["_TYPE"])
+    eid, etype = g.edata["_ID"], g.edata["_TYPE"]
     e_first = int(range_starts(edge_counts)[p, 0]) if edge_counts.size else 0
     n_edges = int(edge_counts[p].sum())
     if len(eid) != n_edges or not _is_range(eid, e_first):
         raise OutputError(gpath, f"edge _ID are not the edge_map range [{e_first}, {e_first + n_edges})")
-    if n_edges and not all(np.array_equal(etype[lo:lo + _ROWS], type_of(eid[lo:lo + _ROWS], edge_counts))
-                           for lo in range(0, n_edges, _ROWS)):
+    if n_edges and not all(np.array_equal(t, type_of(i, edge_counts)) for t, i in _pieces(etype, eid)):
         raise OutputError(gpath, "edge _TYPE disagrees with edge_map")
-    cleared = np.flatnonzero(np.asarray(g.edata["inner_edge"]) != 1)
-    if len(cleared):
-        i = int(cleared[0])
-        raise OutputError(gpath, f"inner_edge of edge _ID {int(eid[i])} is {int(g.edata['inner_edge'][i])}, "
-                                 f"but every edge of a partition is its own (1)")
+    for lo, (flags,) in zip(range(0, n_edges, _ROWS), _pieces(g.edata["inner_edge"])):
+        cleared = np.flatnonzero(flags != 1)
+        if len(cleared):
+            i = lo + int(cleared[0])
+            raise OutputError(gpath, f"inner_edge of edge _ID {int(eid[i])} is {int(g.edata['inner_edge'][i])}, "
+                                     f"but every edge of a partition is its own (1)")
     return nid, eid, etype
+
+
+def _pieces(*arrays: np.ndarray) -> Iterator[Tuple[np.ndarray, ...]]:
+    """Aligned pieces of `_ROWS` rows of equally long arrays; the pages of memory-mapped ones
+    are released after each piece, so a check holds one piece of a mapped graph, not all of it."""
+    for lo in range(0, len(arrays[0]), _ROWS):
+        piece = tuple(a[lo:lo + _ROWS] for a in arrays)
+        yield piece
+        for a in piece:
+            release_pages(a)
 
 
 def _is_range(ids: np.ndarray, first: int) -> bool:
     """Whether `ids` holds exactly [first, first + len(ids)), in any order. Strictly rising IDs
     from `first` to `first + len - 1` are that range, checked without a sorted copy."""
     n = len(ids)
-    if n and int(ids[0]) == first and int(ids[-1]) == first + n - 1 and \
-            all((w[1:] > w[:-1]).all() for w in (ids[lo:lo + _ROWS + 1] for lo in range(0, n - 1, _ROWS))):
+    if n and int(ids[0]) == first and int(ids[-1]) == first + n - 1 and _rising(ids):
         return True
     return np.array_equal(np.sort(ids), np.arange(first, first + n))
+
+
+def _rising(ids: np.ndarray) -> bool:
+    """Strictly rising; pieces overlap by one ID so that every neighbouring pair is compared."""
+    for lo in range(0, len(ids) - 1, _ROWS):
+        w = ids[lo:lo + _ROWS + 1]
+        ok = bool((w[1:] > w[:-1]).all())
+        release_pages(w)
+        if not ok:
+            return False
+    return True
 
 
 def _check_halo(gpath: Path, g: PartitionGraph, nid: np.ndarray, n_inner: int, first: int) -> None:
@@ -217,7 +238,8 @@ def _check_halo(gpath: Path, g: PartitionGraph, nid: np.ndarray, n_inner: int, f
     if (np.diff(halo) < 0).any():
         raise OutputError(gpath, "halo nodes are not in ascending _ID order")
     used = np.zeros(len(halo), dtype=bool)
-    used[g.src[g.src >= n_inner] - n_inner] = True
+    for (src,) in _pieces(g.src):
+        used[src[src >= n_inner] - n_inner] = True
     if not used.all():
         i = int(np.flatnonzero(~used)[0])
         raise OutputError(gpath, f"halo node _ID {int(halo[i])} (local node {n_inner + i}) is the source "
@@ -234,18 +256,26 @@ def _expect_data(path: Path, data: dict, what: str, key: str, dtypes: Sequence[n
 
 
 def _edge_claims(g, nid: np.ndarray, eid: np.ndarray, etype: np.ndarray, orig_eids: Dict[str, np.ndarray],
-                 meta: GraphMeta, starts: np.ndarray, num_nodes: int) -> Dict[int, Tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """(orig ID, new src, new dst) per edge type, from a checked partition graph, each in the
-    narrowest dtype holding its IDs (`id_dtype`): half the bytes per held claim while they fit."""
-    new = nid.astype(id_dtype(num_nodes))   # the same on every rank: claims are exchanged
-    claims = {}
-    for e, et in enumerate(meta.edge_types):
-        orig = orig_eids[et.name].astype(id_dtype(et.count), copy=False)
-        if len(etype) and (etype == e).all():   # one edge type: no selection
-            claims[e] = (orig[eid - starts[e]], new[g.src], new[g.dst])
-            continue
-        sel = np.flatnonzero(etype == e)
-        claims[e] = (orig[eid[sel] - starts[e]], new[g.src[sel]], new[g.dst[sel]])
+                 meta: GraphMeta, starts: np.ndarray, counts: np.ndarray,
+                 num_nodes: int) -> Dict[int, Tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """(orig ID, new src, new dst) per edge type, from a checked partition graph (`counts[e]`
+    edges of type e), each in the narrowest dtype holding its IDs (`id_dtype`, chosen from
+    global counts: every rank exchanges the same columns). Built piece by piece, so only the
+    claims and one piece of the graph are held."""
+    new = nid.astype(id_dtype(num_nodes))
+    claims = {e: (np.empty(counts[e], id_dtype(et.count)), np.empty(counts[e], new.dtype),
+                  np.empty(counts[e], new.dtype)) for e, et in enumerate(meta.edge_types)}
+    filled = [0] * len(meta.edge_types)
+    for src, dst, ids, types in _pieces(g.src, g.dst, eid, etype):
+        for e, et in enumerate(meta.edge_types):
+            sel = slice(None) if len(meta.edge_types) == 1 else np.flatnonzero(types == e)
+            orig, csrc, cdst = claims[e]
+            at = filled[e]
+            k = len(ids) if isinstance(sel, slice) else len(sel)
+            orig[at:at + k] = orig_eids[et.name][ids[sel] - starts[e]]
+            np.take(new, src[sel], out=csrc[at:at + k])
+            np.take(new, dst[sel], out=cdst[at:at + k])
+            filled[e] += k
     return claims
 
 

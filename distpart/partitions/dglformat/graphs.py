@@ -11,8 +11,8 @@ from typing import BinaryIO, Iterable, Mapping, Optional, Sequence
 import numpy as np
 
 from ...errors import InputError, OutputError, PathLike
-from .records import (MIN_NAMED_ARRAY_BYTES, U64, Pieces, Reader, open_binary, storable_dtype, to_storable,
-                      write_storable, write_string)
+from .records import (MIN_NAMED_ARRAY_BYTES, U64, Pieces, Reader, open_binary, release_pages, storable_dtype,
+                      to_storable, write_storable, write_string)
 
 _GRAPH_FILE_MAGIC = 0xDD2E4FF046B4A13F
 _HETEROGRAPH_MAGIC = 0xDD589FBE35224ABF
@@ -27,6 +27,8 @@ _HEADER_BLOCK = 4096
 CPU = 1
 
 _COO, _CSR, _CSC = 1, 2, 4
+# IDs range-checked at a time (a memory-mapped array's pages are released after each piece).
+_CHECK_ROWS = 1 << 20
 _ALL_FORMATS = _COO | _CSR | _CSC
 # The sparse formats a graph file can hold, in the order DGL writes them (save_graphs'
 # `formats` names; `--graph-formats` of DGL's dispatch).
@@ -139,15 +141,19 @@ def write_graph(
         f.write(U64.pack(len(blob)) + blob + U64.pack(len(blob)))
 
 
-def read_graph(path: PathLike) -> PartitionGraph:
+def read_graph(path: PathLike, mmap: bool = False) -> PartitionGraph:
     """Read a graph file holding one homogeneous graph.
 
     Reads files DGL wrote too, in any of `GRAPH_FORMATS`, as COO in local edge-ID order;
-    a graph saved in several formats must hold the same edges in each.
+    a graph saved in several formats must hold the same edges in each. With `mmap=True`,
+    the arrays stored as read are memory-mapped views (COO and node/edge data), checked
+    piece by piece with their pages released (`release_pages`), so a caller walking them in
+    pieces never holds the whole graph.
     """
     path = os.fspath(path)
     with open_binary(path) as f:
-        reader = Reader(f, path)
+        base = np.memmap(path, dtype=np.uint8, mode="r") if mmap and os.path.getsize(path) else None
+        reader = Reader(f, path, base)
         reader.magic(_GRAPH_FILE_MAGIC, "DGL graph file")
         version, kind, num_graphs = reader.u64(), reader.u64(), reader.u64()
         if (version, kind) != (_GRAPH_FILE_VERSION, _HETEROGRAPH_KIND):
@@ -335,8 +341,11 @@ def _expand_indptr(reader: Reader, indptr: np.ndarray, num_rows: int, nnz: int) 
 def _local_ids(reader: Reader, ids: np.ndarray, limit: int, what: str) -> np.ndarray:
     if ids.ndim != 1 or ids.dtype.kind not in "iu":
         raise reader.fail(f"{what} are not a 1-D integer array ({ids.dtype} {ids.shape})")
-    if ids.size and (ids.min() < 0 or ids.max() >= limit):
-        raise reader.fail(f"{what} outside [0, {limit})")
+    for lo in range(0, ids.size, _CHECK_ROWS):
+        piece = ids[lo:lo + _CHECK_ROWS]
+        if piece.min() < 0 or piece.max() >= limit:
+            raise reader.fail(f"{what} outside [0, {limit})")
+        release_pages(piece)
     return ids.astype(np.int64, copy=False)
 
 

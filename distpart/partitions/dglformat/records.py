@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import math
+import mmap
 import os
 import struct
 from dataclasses import dataclass
@@ -185,12 +186,27 @@ def open_binary(path: str) -> io.BufferedReader:
         raise OutputError(path, f"cannot open: {e.strerror}") from None
 
 
-class Reader:
-    """Sequential little-endian reads from a binary file; every error names the file."""
+def release_pages(arr: np.ndarray) -> None:
+    """Drop the pages under a memory-mapped, read-only array from this process's resident set
+    (the file's pages stay cached; touched again, they are read back). A check that walks a
+    mapped file piece by piece and releases each piece holds one piece, not the file. No-op
+    for other arrays."""
+    mm = getattr(arr, "_mmap", None)
+    if mm is None or arr.nbytes == 0 or not hasattr(mm, "madvise"):
+        return
+    offset = arr.ctypes.data - np.frombuffer(mm, np.uint8).ctypes.data
+    lo = offset // mmap.PAGESIZE * mmap.PAGESIZE
+    mm.madvise(mmap.MADV_DONTNEED, lo, offset + arr.nbytes - lo)
 
-    def __init__(self, f: io.BufferedIOBase, path: str) -> None:
+
+class Reader:
+    """Sequential little-endian reads from a binary file; every error names the file. With
+    `base` (the whole file memory-mapped), arrays are views of it instead of copies."""
+
+    def __init__(self, f: io.BufferedIOBase, path: str, base: Optional[np.memmap] = None) -> None:
         self.f = f
         self.path = path
+        self.base = base
         start = f.tell()
         self.size = f.seek(0, os.SEEK_END)
         f.seek(start)
@@ -266,6 +282,7 @@ class Reader:
 
     def array(self, base: Optional[np.memmap] = None) -> np.ndarray:
         """Read the next array, or map it as a view of `base` (the whole file mapped)."""
+        base = self.base if base is None else base
         dtype, shape, nbytes, is_bf16 = self.array_header()
         if base is not None:
             start = self.f.tell()
