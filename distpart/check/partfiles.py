@@ -39,18 +39,19 @@ NODE_DATA = {"_ID": (_INT64, "int64"), "_TYPE": (_SIGNED, "a signed integer type
 EDGE_DATA = {"_ID": (_INT64, "int64"), "_TYPE": (_ID_TYPES, "int32 or int64"),
              "inner_edge": (_FLAG, "uint8")}
 PART_ID = (_SIGNED, "a signed integer type")
-# Edges checked at a time where a check would otherwise make whole-partition temporaries.
-_ROWS = 1 << 20
+# Edges checked at a time where a check would otherwise make whole-partition temporaries
+# (about 60 bytes of mapped pages and temporaries per edge of a piece).
+_ROWS = 1 << 18
 
 
 @dataclass
 class Part:
     """One partition as loaded for checking."""
 
-    # Per edge type: (orig edge ID, new source ID, new destination ID) of each kept edge.
-    # Only these claims are kept from graph.dgl, and each is dropped once checked, so the
-    # check holds 12 bytes per edge (int32 IDs while they fit) instead of the whole graph.
-    edge_claims: Dict[int, Tuple[np.ndarray, np.ndarray, np.ndarray]]
+    # Per edge type, made when that type is checked: (orig edge ID, new source ID, new
+    # destination ID) of each kept edge. Only one type's claims are held at a time, 12 bytes
+    # per edge while IDs fit int32, instead of the whole graph.
+    edge_claims: "EdgeClaims"
     orig_nids: Dict[str, np.ndarray]
     orig_eids: Dict[str, np.ndarray]
     node_feats: Dict[str, np.ndarray]
@@ -117,13 +118,14 @@ def load_part(out_dir: Path, config: dict, p: int, meta: GraphMeta, node_counts:
     part_dir = gpath.parent
     ntypes, etypes = list(meta.node_types), [et.name for et in meta.edge_types]
     orig_nids = read_tensor_dict(part_dir / "orig_nids.dgl")
-    orig_eids = read_tensor_dict(part_dir / "orig_eids.dgl")
+    orig_eids = read_tensor_dict(part_dir / "orig_eids.dgl", mmap=True)   # read per piece of claims
     _expect_keys(part_dir / "orig_nids.dgl", orig_nids, ntypes)
     _expect_keys(part_dir / "orig_eids.dgl", orig_eids, etypes)
     for t, ntype in enumerate(ntypes):
         _expect_orig(part_dir / "orig_nids.dgl", orig_nids, ntype, node_counts[p, t], meta.num_nodes(ntype))
     for e, et in enumerate(meta.edge_types):
         _expect_orig(part_dir / "orig_eids.dgl", orig_eids, et.name, edge_counts[p, e], et.count)
+        release_pages(orig_eids[et.name])
     node_feats = read_tensor_dict(out_dir / files["node_feats"], mmap=True)
     edge_feats = read_tensor_dict(out_dir / files["edge_feats"], mmap=True)
     _expect_keys(out_dir / files["node_feats"], node_feats,
@@ -139,8 +141,8 @@ def load_part(out_dir: Path, config: dict, p: int, meta: GraphMeta, node_counts:
             _expect_rows(out_dir / files["edge_feats"], edge_feats, f"{et.name}/{f}", edge_counts[p, e],
                          _stored_form(cf))
     advance(0.05)
-    claims = _edge_claims(g, nid, eid, etype, orig_eids, meta, range_starts(edge_counts)[p], edge_counts[p],
-                          int(node_counts.sum()))
+    claims = EdgeClaims(gpath, nid.astype(id_dtype(int(node_counts.sum()))), orig_eids, meta,
+                        range_starts(edge_counts)[p], edge_counts[p])
     del g, nid, eid, etype
     advance(0.25)
     # orig_eids orders the edge feature rows; types without features need only the claims.
@@ -255,28 +257,33 @@ def _expect_data(path: Path, data: dict, what: str, key: str, dtypes: Sequence[n
                                 f"DGL needs {name}, one value per {what}")
 
 
-def _edge_claims(g, nid: np.ndarray, eid: np.ndarray, etype: np.ndarray, orig_eids: Dict[str, np.ndarray],
-                 meta: GraphMeta, starts: np.ndarray, counts: np.ndarray,
-                 num_nodes: int) -> Dict[int, Tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """(orig ID, new src, new dst) per edge type, from a checked partition graph (`counts[e]`
-    edges of type e), each in the narrowest dtype holding its IDs (`id_dtype`, chosen from
-    global counts: every rank exchanges the same columns). Built piece by piece, so only the
-    claims and one piece of the graph are held."""
-    new = nid.astype(id_dtype(num_nodes))
-    claims = {e: (np.empty(counts[e], id_dtype(et.count)), np.empty(counts[e], new.dtype),
-                  np.empty(counts[e], new.dtype)) for e, et in enumerate(meta.edge_types)}
-    filled = [0] * len(meta.edge_types)
-    for src, dst, ids, types in _pieces(g.src, g.dst, eid, etype):
-        for e, et in enumerate(meta.edge_types):
-            sel = slice(None) if len(meta.edge_types) == 1 else np.flatnonzero(types == e)
-            orig, csrc, cdst = claims[e]
-            at = filled[e]
+class EdgeClaims:
+    """A checked partition's claims of one edge type at a time, made from its graph.dgl,
+    memory-mapped again and walked piece by piece: (orig ID, new src, new dst) of each edge,
+    in the narrowest dtypes holding their IDs (`id_dtype` of global counts, so every rank
+    exchanges the same columns)."""
+
+    def __init__(self, gpath: Path, new: np.ndarray, orig_eids: Dict[str, np.ndarray], meta: GraphMeta,
+                 starts: np.ndarray, counts: np.ndarray) -> None:
+        self.gpath, self.new, self.orig_eids, self.meta = gpath, new, orig_eids, meta
+        self.starts, self.counts = starts, counts
+
+    def take(self, e: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Edge type e's claims (`counts[e]` edges, in local edge-ID order)."""
+        et, n, new = self.meta.edge_types[e], int(self.counts[e]), self.new
+        orig, src, dst = np.empty(n, id_dtype(et.count)), np.empty(n, new.dtype), np.empty(n, new.dtype)
+        g = read_graph(self.gpath, mmap=True)   # checked whole by load_part
+        ids_of_type = self.orig_eids[et.name]
+        at = 0
+        for s, d, ids, types in _pieces(g.src, g.dst, g.edata["_ID"], g.edata["_TYPE"]):
+            sel = slice(None) if len(self.meta.edge_types) == 1 else np.flatnonzero(types == e)
             k = len(ids) if isinstance(sel, slice) else len(sel)
-            orig[at:at + k] = orig_eids[et.name][ids[sel] - starts[e]]
-            np.take(new, src[sel], out=csrc[at:at + k])
-            np.take(new, dst[sel], out=cdst[at:at + k])
-            filled[e] += k
-    return claims
+            orig[at:at + k] = ids_of_type[ids[sel] - self.starts[e]]
+            np.take(new, s[sel], out=src[at:at + k])
+            np.take(new, d[sel], out=dst[at:at + k])
+            release_pages(ids_of_type)
+            at += k
+        return orig, src, dst
 
 
 # ---------------------------------------------------------------- tensor dicts

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Dict, Optional, Tuple
 import numpy as np
 
 from ..assign.assignment import Assignment
+from ..arrays import id_dtype
 from ..chunked.blocks import rank_bounds, read_block_pieces
 from ..chunked.metadata import GraphMeta, read_json
 from ..chunked.readers import FeatureSource
@@ -142,18 +143,7 @@ def _check_edges(comm: Intracomm, meta: GraphMeta, assignment: Assignment, parts
     pieces, start = read_block_pieces(comm, meta, etype, _chunk_rows(max_bytes), progress, 0.1)
     n = sum(len(src) for src, _ in pieces)
     bounds = rank_bounds(comm, start, etype.count)
-    orig, src, dst = _take_claims(parts, e)
-    owner = np.searchsorted(bounds, orig, side="right") - 1
-    columns = [orig, src, dst]
-    del orig, src, dst  # the exchange frees each column once sent
-    (local, src_r, dst_r), _ = exchange(comm, owner, columns, max_bytes)
-    del owner
-    local -= local.dtype.type(start)
-    with agreed(comm):
-        _exactly_once(local, n, start, f"edge {{}} of type '{etype.name}' is kept {{}} times")
-    claimed_src, claimed_dst = np.empty(n, src_r.dtype), np.empty(n, dst_r.dtype)
-    claimed_src[local], claimed_dst[local] = src_r, dst_r
-    del local, src_r, dst_r
+    claimed_src, claimed_dst = _placed_claims(comm, meta, parts, e, start, n, bounds, max_bytes)
     progress.advance(0.3 * n)
     first_bad = None   # (edge ID, input src, input dst) of the first edge that connects the wrong nodes
     at = 0
@@ -189,20 +179,54 @@ def _check_edges(comm: Intracomm, meta: GraphMeta, assignment: Assignment, parts
 
 
 def _chunk_rows(max_bytes: int) -> int:
-    """Input edges checked per chunk: the two lookups hold about 64 bytes per edge of a chunk."""
-    return max(1, min(1 << 20, max_bytes // 64))
+    """Edges per chunk: a chunk's exchange and lookups hold about 64 bytes per edge, so 256k
+    edges keep them near 16 MiB beside the tables of a whole block."""
+    return max(1, min(1 << 18, max_bytes // 64))
 
 
-def _take_claims(parts: Dict[int, Part], e: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """This rank's claims for edge type e as three columns (dtypes kept), removed from the
-    partitions (a column's pieces are released as soon as it is concatenated)."""
-    pieces = [list(part.edge_claims.pop(e)) for part in parts.values()]
-    columns = []
-    for j in range(3):
-        columns.append(_concat([piece[j] for piece in pieces], keep_dtype=True))
-        for piece in pieces:
-            piece[j] = None
-    return columns[0], columns[1], columns[2]
+def _placed_claims(comm: Intracomm, meta: GraphMeta, parts: Dict[int, Part], e: int, start: int, n: int,
+                   bounds: np.ndarray, max_bytes: int, count: bool = False) -> Tuple[np.ndarray, np.ndarray]:
+    """(claimed new source, claimed new destination) of each edge of this rank's input block
+    [start, start + n) of edge type e, after checking that every edge is claimed exactly once.
+    The claims (made from the partitions) travel to the rank reading their edge chunk by
+    chunk, so only a chunk's routing temporaries exist at a time. Collective.
+
+    n claims covering all n edges are each claimed once; only when they are not are the
+    claims sent again (`count`), counted per edge to name the first offending edge."""
+    etype = meta.edge_types[e]
+    claims = [part.edge_claims.take(e) for part in parts.values()]
+    rows = _chunk_rows(max_bytes)
+    chunks = [tuple(col[lo:lo + rows] for col in c) for c in claims for lo in range(0, len(c[0]), rows)]
+    del claims
+    # Every rank sends the same dtypes, empty chunks included (see partfiles.EdgeClaims).
+    node_dtype = id_dtype(int(sum(meta.node_counts)))
+    empty = (np.empty(0, id_dtype(etype.count)), np.empty(0, node_dtype), np.empty(0, node_dtype))
+    times = np.zeros(n, dtype=np.int64) if count else None
+    claimed_src, claimed_dst = np.empty(n, node_dtype), np.full(n, -1, node_dtype)   # -1: no claim yet
+    received = 0
+    for k in range(int(allreduce_max(comm, np.array([len(chunks)]))[0])):
+        orig, src, dst = chunks[k] if k < len(chunks) else empty
+        if k < len(chunks):
+            chunks[k] = None
+        owner = np.searchsorted(bounds, orig, side="right") - 1
+        (local, src_r, dst_r), _ = exchange(comm, owner, [orig, src, dst], max_bytes)
+        del owner, orig, src, dst
+        local -= local.dtype.type(start)
+        if times is not None:
+            np.add.at(times, local, 1)
+        claimed_src[local], claimed_dst[local] = src_r, dst_r
+        received += len(local)
+    if times is not None:
+        with agreed(comm):
+            bad = np.flatnonzero(times != 1)
+            if len(bad):
+                i = int(bad[0])
+                raise OutputError(None, f"edge {start + i} of type '{etype.name}' is kept {int(times[i])} "
+                                        f"times (expected exactly 1)")
+    elif allreduce_max(comm, np.array([int(received != n or (claimed_dst < 0).any())]))[0]:
+        del claimed_src, claimed_dst
+        return _placed_claims(comm, meta, parts, e, start, n, bounds, max_bytes, count=True)
+    return claimed_src, claimed_dst
 
 
 # ---------------------------------------------------------------- features
@@ -238,13 +262,9 @@ def _exactly_once(local: np.ndarray, n: int, first: int, message: str) -> None:
         raise OutputError(None, message.format(first + bad, int(times[bad])) + " (expected exactly 1)")
 
 
-def _concat(arrays, keep_dtype: bool = False) -> np.ndarray:
-    """The arrays joined, as int64 unless `keep_dtype` (then the pieces must share their dtype)."""
+def _concat(arrays) -> np.ndarray:
     arrays = list(arrays)
-    if not arrays:
-        return np.empty(0, np.int64)
-    joined = np.concatenate(arrays) if len(arrays) > 1 else arrays[0]
-    return joined if keep_dtype else joined.astype(np.int64, copy=False)
+    return np.concatenate(arrays).astype(np.int64, copy=False) if arrays else np.empty(0, np.int64)
 
 
 def _concat_rows(arrays) -> np.ndarray:
