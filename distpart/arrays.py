@@ -1,8 +1,8 @@
 """Small array primitives every stage needs, in one place so they cannot drift apart:
 prefix sums (offsets of consecutive blocks), the splitmix64 finaliser (seeded hashing for
 random assignment and synthetic data), a keyed pseudo-random permutation of [0, n) that
-needs no table (random assignment, relabelling synthetic graphs), and the search for the
-first out-of-range ID; the stable grouping by a small key (owner rank, partition)
+needs no table (random assignment, relabelling synthetic graphs), the search for the
+first out-of-range ID, the narrowest ID dtype (`id_dtype`); the stable grouping by a small key (owner rank, partition)
 that numbers rows within their group, which Step 1's vertex order and Step 2's new IDs share;
 `owner_of` (which block of contiguous ID ranges holds an ID); and the sort/segment helpers
 of Step 1's multilevel method (runs of a sorted array, sums per row or per distinct pair).
@@ -14,6 +14,8 @@ from typing import Optional, Tuple
 import numpy as np
 
 _MIX1, _MIX2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+# Largest count of IDs [0, n) that int32 holds; a module constant so tests can force int64.
+INT32_IDS = 2**31
 GOLDEN64 = np.uint64(0x9E3779B97F4A7C15)
 
 
@@ -41,6 +43,12 @@ def splitmix64(x: np.ndarray) -> np.ndarray:
     x = x ^ (x >> np.uint64(27))
     x = x * _MIX2
     return x ^ (x >> np.uint64(31))
+
+
+def id_dtype(count: int) -> np.dtype:
+    """int32 when every ID in [0, count) fits it, else int64: what Step 2 and verify hold IDs
+    in (half the bytes per held ID on every graph below 2**31 nodes or edges of a type)."""
+    return np.dtype(np.int32) if count <= INT32_IDS else np.dtype(np.int64)
 
 
 def sorted_unique(values: np.ndarray) -> np.ndarray:

@@ -150,7 +150,26 @@ def _changed_edge_type(out: Path) -> str:
     return "part3/graph.dgl: edge _TYPE disagrees with edge_map"
 
 
+def _claimed_twice(out: Path) -> str:
+    def twice(t):
+        t["paper:cites:paper"][1] = t["paper:cites:paper"][0]   # one edge claimed twice, another never
+    _rewrite_tensors(out / "part3" / "orig_eids.dgl", twice)
+    return "of type 'paper:cites:paper' is kept"
+
+
+def _rewired_edge(out: Path) -> str:
+    g = read_graph(out / "part1" / "graph.dgl")
+    inner = int(np.asarray(g.ndata["inner_node"]).sum())
+    dst = np.array(g.dst)
+    dst[0] = (dst[0] + 1) % inner   # still an owned node, but not the input's
+    write_graph(out / "part1" / "graph.dgl", g.num_nodes, g.src, dst,
+                {k: np.array(v) for k, v in g.ndata.items()}, {k: np.array(v) for k, v in g.edata.items()})
+    return "connects the wrong nodes (input"
+
+
 CORRUPTIONS = {
+    "claimed_twice": _claimed_twice,
+    "rewired_edge": _rewired_edge,
     "feature_dtype_widened": _feature_dtype_widened,
     "feature_dtype_in_one_partition": _feature_dtype_in_one_partition,
     "feature_row_shape": _feature_row_shape,

@@ -419,3 +419,25 @@ def test_heterogeneous_graph_rejected(tmp_path: Path) -> None:
 def test_committed_dgl_fixtures(tmp_path: Path) -> None:
     """Files written by real DGL 2.1.0 (tests/dgl_check.py --save-fixtures tests/fixtures)."""
     check_dgl_written_files(FIXTURES, tmp_path)
+
+
+def test_pieces_write_the_same_bytes_as_whole_arrays(tmp_path: Path, monkeypatch) -> None:
+    """A graph and a tensor dict written from int32 Pieces (converted a few rows at a time)
+    equal those written from whole int64 arrays."""
+    from distpart.partitions.dglformat import Pieces
+    from distpart.partitions.dglformat import records
+    monkeypatch.setattr(records, "_WRITE_ROWS", 3)
+    rng = np.random.default_rng(2)
+    src, dst = rng.integers(0, 9, 20), rng.integers(0, 9, 20)
+    eid = np.arange(100, 120, dtype=np.int64)
+    whole, pieces = tmp_path / "whole.dgl", tmp_path / "pieces.dgl"
+    write_graph(whole, 9, src, dst, {}, {"_ID": eid})
+    write_graph(pieces, 9, Pieces.of([src[:7].astype(np.int32), src[7:].astype(np.int32)], "<i8"),
+                Pieces.of([dst.astype(np.int32)], "<i8"), {},
+                {"_ID": Pieces(np.dtype("<i8"), (20,), lambda: iter([eid[:5], eid[5:]]))})
+    assert whole.read_bytes() == pieces.read_bytes()
+    write_tensor_dict(tmp_path / "a.dgl", {"x": eid})
+    write_tensor_dict(tmp_path / "b.dgl", {"x": Pieces.of([eid.astype(np.int32)], "<i8")})
+    assert (tmp_path / "a.dgl").read_bytes() == (tmp_path / "b.dgl").read_bytes()
+    with pytest.raises(ValueError, match="outside"):
+        write_graph(pieces, 9, Pieces.of([np.array([9], np.int32)], "<i8"), np.array([0]), {}, {})

@@ -263,3 +263,26 @@ def test_by_partition_is_a_stable_grouping(nparts: int) -> None:
     new_ids = np.sort(rng.integers(0, nparts * 1000, 5000))
     for i, rows in enumerate(node_groups(new_ids, starts)):
         np.testing.assert_array_equal(rows, np.flatnonzero((new_ids >= starts[i]) & (new_ids < starts[i] + 1000)))
+
+
+def test_id_dtype_boundary() -> None:
+    """int32 exactly while every ID of [0, count) fits: 2**31 IDs do, one more does not."""
+    from distpart.arrays import id_dtype
+    assert id_dtype(0) == np.int32 and id_dtype(2**31) == np.int32
+    assert id_dtype(2**31 + 1) == np.int64 and id_dtype(2**40) == np.int64
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_to_local_in_pieces_matches_local_graph(dtype) -> None:
+    """Pieces converted in place give local_graph's IDs, whatever the held dtype."""
+    from distpart.dispatch.relabel import to_local
+    rng = np.random.default_rng(5)
+    first, stop = 40, 90
+    srcs = [rng.integers(0, 200, n).astype(dtype) for n in (0, 7, 300)]
+    dsts = [rng.integers(first, stop, len(s)).astype(dtype) for s in srcs]
+    want = local_graph(first, stop, np.concatenate(srcs), np.concatenate(dsts))
+    halo = to_local(first, stop, srcs, dsts)
+    assert halo.tolist() == want[0].tolist()
+    assert np.concatenate(srcs).tolist() == want[1].tolist()
+    assert np.concatenate(dsts).tolist() == want[2].tolist()
+    assert all(s.dtype == dtype for s in srcs + dsts)

@@ -14,15 +14,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterator, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..arrays import first_outside, sorted_unique
+from ..arrays import first_outside, id_dtype, sorted_unique
 from ..chunked.metadata import GraphMeta
 from ..chunked.readers import FeatureSource
 from ..errors import OutputError
-from ..partitions.dglformat import PartitionGraph, read_graph, read_tensor_dict, storable_dtype
+from ..partitions.dglformat import PartitionGraph, read_graph, read_tensor_dict, release_pages, storable_dtype
 from ..partitions.partbook import PartitionBook, range_starts, type_of
 from ..paths import CONFIG_FILE
 
@@ -39,16 +39,19 @@ NODE_DATA = {"_ID": (_INT64, "int64"), "_TYPE": (_SIGNED, "a signed integer type
 EDGE_DATA = {"_ID": (_INT64, "int64"), "_TYPE": (_ID_TYPES, "int32 or int64"),
              "inner_edge": (_FLAG, "uint8")}
 PART_ID = (_SIGNED, "a signed integer type")
+# Edges checked at a time where a check would otherwise make whole-partition temporaries
+# (about 60 bytes of mapped pages and temporaries per edge of a piece).
+_ROWS = 1 << 18
 
 
 @dataclass
 class Part:
     """One partition as loaded for checking."""
 
-    # Per edge type: (orig edge ID, new source ID, new destination ID) of each kept edge.
-    # Only these claims are kept from graph.dgl, and each is dropped once checked, so the
-    # check holds 24 bytes per edge instead of the whole graph.
-    edge_claims: Dict[int, Tuple[np.ndarray, np.ndarray, np.ndarray]]
+    # Per edge type, made when that type is checked: (orig edge ID, new source ID, new
+    # destination ID) of each kept edge. Only one type's claims are held at a time, 12 bytes
+    # per edge while IDs fit int32, instead of the whole graph.
+    edge_claims: "EdgeClaims"
     orig_nids: Dict[str, np.ndarray]
     orig_eids: Dict[str, np.ndarray]
     node_feats: Dict[str, np.ndarray]
@@ -108,20 +111,21 @@ def load_part(out_dir: Path, config: dict, p: int, meta: GraphMeta, node_counts:
     if not isinstance(files, dict):
         raise OutputError(out_dir / CONFIG_FILE, f"no entry 'part-{p}'")
     gpath = out_dir / files["part_graph"]
-    g = read_graph(gpath)
+    g = read_graph(gpath, mmap=True)   # walked piece by piece below: never whole in memory
     advance(0.25)
     nid, eid, etype = check_graph(gpath, g, p, node_counts, edge_counts)
     advance(0.45)
     part_dir = gpath.parent
     ntypes, etypes = list(meta.node_types), [et.name for et in meta.edge_types]
     orig_nids = read_tensor_dict(part_dir / "orig_nids.dgl")
-    orig_eids = read_tensor_dict(part_dir / "orig_eids.dgl")
+    orig_eids = read_tensor_dict(part_dir / "orig_eids.dgl", mmap=True)   # read per piece of claims
     _expect_keys(part_dir / "orig_nids.dgl", orig_nids, ntypes)
     _expect_keys(part_dir / "orig_eids.dgl", orig_eids, etypes)
     for t, ntype in enumerate(ntypes):
         _expect_orig(part_dir / "orig_nids.dgl", orig_nids, ntype, node_counts[p, t], meta.num_nodes(ntype))
     for e, et in enumerate(meta.edge_types):
         _expect_orig(part_dir / "orig_eids.dgl", orig_eids, et.name, edge_counts[p, e], et.count)
+        release_pages(orig_eids[et.name])
     node_feats = read_tensor_dict(out_dir / files["node_feats"], mmap=True)
     edge_feats = read_tensor_dict(out_dir / files["edge_feats"], mmap=True)
     _expect_keys(out_dir / files["node_feats"], node_feats,
@@ -137,7 +141,9 @@ def load_part(out_dir: Path, config: dict, p: int, meta: GraphMeta, node_counts:
             _expect_rows(out_dir / files["edge_feats"], edge_feats, f"{et.name}/{f}", edge_counts[p, e],
                          _stored_form(cf))
     advance(0.05)
-    claims = _edge_claims(g, nid, eid, etype, orig_eids, meta, range_starts(edge_counts)[p])
+    claims = EdgeClaims(gpath, nid.astype(id_dtype(int(node_counts.sum()))), orig_eids, meta,
+                        range_starts(edge_counts)[p], edge_counts[p])
+    del g, nid, eid, etype
     advance(0.25)
     # orig_eids orders the edge feature rows; types without features need only the claims.
     kept = {et.name: orig_eids[et.name] for et in meta.edge_types if meta.edge_features(et.name)}
@@ -175,21 +181,52 @@ def check_graph(gpath: Path, g: PartitionGraph, p: int, node_counts: np.ndarray,
             i = int(wrong[0])
             raise OutputError(gpath, f"part_id of node _ID {int(nid[i])} is {int(g.ndata['part_id'][i])}, "
                                      f"but node_map puts it in partition {int(owner[i])}")
-    if (g.dst >= n_inner).any():
+    if any((d >= n_inner).any() for (d,) in _pieces(g.dst)):
         raise OutputError(gpath, "an edge's destination is not owned by this partition")
-    eid, etype = np.asarray(g.edata["_ID"]), np.asarray(g.edata["_TYPE"])
+    eid, etype = g.edata["_ID"], g.edata["_TYPE"]
     e_first = int(range_starts(edge_counts)[p, 0]) if edge_counts.size else 0
     n_edges = int(edge_counts[p].sum())
-    if len(eid) != n_edges or not np.array_equal(np.sort(eid), np.arange(e_first, e_first + n_edges)):
+    if len(eid) != n_edges or not _is_range(eid, e_first):
         raise OutputError(gpath, f"edge _ID are not the edge_map range [{e_first}, {e_first + n_edges})")
-    if n_edges and not np.array_equal(etype, type_of(eid, edge_counts)):
+    if n_edges and not all(np.array_equal(t, type_of(i, edge_counts)) for t, i in _pieces(etype, eid)):
         raise OutputError(gpath, "edge _TYPE disagrees with edge_map")
-    cleared = np.flatnonzero(np.asarray(g.edata["inner_edge"]) != 1)
-    if len(cleared):
-        i = int(cleared[0])
-        raise OutputError(gpath, f"inner_edge of edge _ID {int(eid[i])} is {int(g.edata['inner_edge'][i])}, "
-                                 f"but every edge of a partition is its own (1)")
+    for lo, (flags,) in zip(range(0, n_edges, _ROWS), _pieces(g.edata["inner_edge"])):
+        cleared = np.flatnonzero(flags != 1)
+        if len(cleared):
+            i = lo + int(cleared[0])
+            raise OutputError(gpath, f"inner_edge of edge _ID {int(eid[i])} is {int(g.edata['inner_edge'][i])}, "
+                                     f"but every edge of a partition is its own (1)")
     return nid, eid, etype
+
+
+def _pieces(*arrays: np.ndarray) -> Iterator[Tuple[np.ndarray, ...]]:
+    """Aligned pieces of `_ROWS` rows of equally long arrays; the pages of memory-mapped ones
+    are released after each piece, so a check holds one piece of a mapped graph, not all of it."""
+    for lo in range(0, len(arrays[0]), _ROWS):
+        piece = tuple(a[lo:lo + _ROWS] for a in arrays)
+        yield piece
+        for a in piece:
+            release_pages(a)
+
+
+def _is_range(ids: np.ndarray, first: int) -> bool:
+    """Whether `ids` holds exactly [first, first + len(ids)), in any order. Strictly rising IDs
+    from `first` to `first + len - 1` are that range, checked without a sorted copy."""
+    n = len(ids)
+    if n and int(ids[0]) == first and int(ids[-1]) == first + n - 1 and _rising(ids):
+        return True
+    return np.array_equal(np.sort(ids), np.arange(first, first + n))
+
+
+def _rising(ids: np.ndarray) -> bool:
+    """Strictly rising; pieces overlap by one ID so that every neighbouring pair is compared."""
+    for lo in range(0, len(ids) - 1, _ROWS):
+        w = ids[lo:lo + _ROWS + 1]
+        ok = bool((w[1:] > w[:-1]).all())
+        release_pages(w)
+        if not ok:
+            return False
+    return True
 
 
 def _check_halo(gpath: Path, g: PartitionGraph, nid: np.ndarray, n_inner: int, first: int) -> None:
@@ -203,7 +240,8 @@ def _check_halo(gpath: Path, g: PartitionGraph, nid: np.ndarray, n_inner: int, f
     if (np.diff(halo) < 0).any():
         raise OutputError(gpath, "halo nodes are not in ascending _ID order")
     used = np.zeros(len(halo), dtype=bool)
-    used[g.src[g.src >= n_inner] - n_inner] = True
+    for (src,) in _pieces(g.src):
+        used[src[src >= n_inner] - n_inner] = True
     if not used.all():
         i = int(np.flatnonzero(~used)[0])
         raise OutputError(gpath, f"halo node _ID {int(halo[i])} (local node {n_inner + i}) is the source "
@@ -219,18 +257,33 @@ def _expect_data(path: Path, data: dict, what: str, key: str, dtypes: Sequence[n
                                 f"DGL needs {name}, one value per {what}")
 
 
-def _edge_claims(g, nid: np.ndarray, eid: np.ndarray, etype: np.ndarray, orig_eids: Dict[str, np.ndarray],
-                 meta: GraphMeta, starts: np.ndarray) -> Dict[int, Tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """(orig ID, new src, new dst) per edge type, from a checked partition graph."""
-    src, dst = nid[g.src], nid[g.dst]
-    claims = {}
-    for e, et in enumerate(meta.edge_types):
-        if len(etype) and (etype == e).all():   # one edge type: no copies
-            claims[e] = (orig_eids[et.name][eid - starts[e]], src, dst)
-            continue
-        sel = np.flatnonzero(etype == e)
-        claims[e] = (orig_eids[et.name][eid[sel] - starts[e]], src[sel], dst[sel])
-    return claims
+class EdgeClaims:
+    """A checked partition's claims of one edge type at a time, made from its graph.dgl,
+    memory-mapped again and walked piece by piece: (orig ID, new src, new dst) of each edge,
+    in the narrowest dtypes holding their IDs (`id_dtype` of global counts, so every rank
+    exchanges the same columns)."""
+
+    def __init__(self, gpath: Path, new: np.ndarray, orig_eids: Dict[str, np.ndarray], meta: GraphMeta,
+                 starts: np.ndarray, counts: np.ndarray) -> None:
+        self.gpath, self.new, self.orig_eids, self.meta = gpath, new, orig_eids, meta
+        self.starts, self.counts = starts, counts
+
+    def take(self, e: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Edge type e's claims (`counts[e]` edges, in local edge-ID order)."""
+        et, n, new = self.meta.edge_types[e], int(self.counts[e]), self.new
+        orig, src, dst = np.empty(n, id_dtype(et.count)), np.empty(n, new.dtype), np.empty(n, new.dtype)
+        g = read_graph(self.gpath, mmap=True)   # checked whole by load_part
+        ids_of_type = self.orig_eids[et.name]
+        at = 0
+        for s, d, ids, types in _pieces(g.src, g.dst, g.edata["_ID"], g.edata["_TYPE"]):
+            sel = slice(None) if len(self.meta.edge_types) == 1 else np.flatnonzero(types == e)
+            k = len(ids) if isinstance(sel, slice) else len(sel)
+            orig[at:at + k] = ids_of_type[ids[sel] - self.starts[e]]
+            np.take(new, s[sel], out=src[at:at + k])
+            np.take(new, d[sel], out=dst[at:at + k])
+            release_pages(ids_of_type)
+            at += k
+        return orig, src, dst
 
 
 # ---------------------------------------------------------------- tensor dicts

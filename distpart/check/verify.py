@@ -20,12 +20,13 @@ from typing import TYPE_CHECKING, Dict, Optional, Tuple
 import numpy as np
 
 from ..assign.assignment import Assignment
-from ..chunked.blocks import rank_bounds, read_edge_block
+from ..arrays import id_dtype
+from ..chunked.blocks import rank_bounds, read_block_pieces
 from ..chunked.metadata import GraphMeta, read_json
 from ..chunked.readers import FeatureSource
 from ..errors import OutputError
 from ..mpi.collective import agreed
-from ..mpi.exchange import allreduce_sum, exchange, lookup
+from ..mpi.exchange import allreduce_max, allreduce_sum, exchange, lookup
 from ..partitions.dglformat import to_storable
 from ..partitions.layout import PartitionLayout, check_layout
 from ..partitions.manifest import check_files, read_manifest
@@ -134,58 +135,99 @@ def _check_edges(comm: Intracomm, meta: GraphMeta, assignment: Assignment, parts
                  progress: Progress) -> float:
     """Check edge type e's edges and features. Advances `progress` by one per edge of this
     rank's input block (in steps: its reading, claims and two lookups) and one per feature
-    row; returns that amount."""
+    row; returns that amount.
+
+    The claims are placed by edge into two tables (claimed new source and destination of each
+    edge of the block); the block's endpoints are then looked up chunk by chunk and compared
+    with them, so the lookups' temporaries stay bounded whatever the block's size."""
     etype = meta.edge_types[e]
-    block = read_edge_block(comm, meta, etype, progress, 0.1)
-    n = len(block.src)
-    bounds = rank_bounds(comm, block.start, etype.count)
-    orig, src, dst = _take_claims(parts, e)
-    owner = np.searchsorted(bounds, orig, side="right") - 1
-    columns = [orig, src, dst]
-    del orig, src, dst  # the exchange frees each column once sent
-    (local, src_r, dst_r), _ = exchange(comm, owner, columns, max_bytes)
-    del owner
-    local -= block.start
-    with agreed(comm):
-        _exactly_once(local, len(block.src), block.start, f"edge {{}} of type '{etype.name}' is kept {{}} times")
+    pieces, start = read_block_pieces(comm, meta, etype, _chunk_rows(max_bytes), progress, 0.1)
+    n = sum(len(src) for src, _ in pieces)
+    bounds = rank_bounds(comm, start, etype.count)
+    claimed_src, claimed_dst = _placed_claims(comm, meta, parts, e, start, n, bounds, max_bytes)
     progress.advance(0.3 * n)
-    # One endpoint at a time, each lookup freed before the next.
-    want = lookup(comm, block.dst, assignment.blocks[etype.dst].bounds, new_of_orig[etype.dst], max_bytes)
-    bad = want[local] != dst_r
-    del want, dst_r
-    progress.advance(0.3 * n)
-    want = lookup(comm, block.src, assignment.blocks[etype.src].bounds, new_of_orig[etype.src], max_bytes)
-    bad |= want[local] != src_r
-    del want, src_r
-    with agreed(comm):
+    first_bad = None   # (edge ID, input src, input dst) of the first edge that connects the wrong nodes
+    at = 0
+    for c in range(int(allreduce_max(comm, np.array([len(pieces)]))[0])):
+        src, dst = pieces[c] if c < len(pieces) else (np.empty(0, np.int64), np.empty(0, np.int64))
+        m = len(src)
+        bad = lookup(comm, dst, assignment.blocks[etype.dst].bounds, new_of_orig[etype.dst], max_bytes) \
+            != claimed_dst[at:at + m]
+        bad |= lookup(comm, src, assignment.blocks[etype.src].bounds, new_of_orig[etype.src], max_bytes) \
+            != claimed_src[at:at + m]
         wrong = np.flatnonzero(bad)
-        if len(wrong):
-            i = int(local[wrong[0]]) + block.start
-            raise OutputError(None, f"edge {i} of type '{etype.name}' connects the wrong nodes "
-                                    f"(input {int(block.src[i - block.start])} -> {int(block.dst[i - block.start])})")
-    progress.advance(0.3 * n)
+        if first_bad is None and len(wrong):
+            i = int(wrong[0])
+            first_bad = (start + at + i, int(src[i]), int(dst[i]))
+        if c < len(pieces):
+            pieces[c] = None
+        at += m
+        progress.advance(0.6 * m)
+    del claimed_src, claimed_dst
+    with agreed(comm):
+        if first_bad is not None:
+            raise OutputError(None, f"edge {first_bad[0]} of type '{etype.name}' connects the wrong nodes "
+                                    f"(input {first_bad[1]} -> {first_bad[2]})")
     for fname, files in meta.edge_features(etype.name).items():
         key = f"{etype.name}/{fname}"
         rows = _concat_rows([parts[p].edge_feats.pop(key) for p in parts])
         orig_all = _concat([parts[p].orig_eids[etype.name] for p in parts])
-        _compare_feature(comm, FeatureSource(files), block.start, len(block.src), bounds,
-                         orig_all, rows, key, max_bytes)
+        _compare_feature(comm, FeatureSource(files), start, n, bounds, orig_all, rows, key, max_bytes)
         progress.advance(n)
     for part in parts.values():
         part.orig_eids.pop(etype.name, None)
     return float(n * (1 + len(meta.edge_features(etype.name))))
 
 
-def _take_claims(parts: Dict[int, Part], e: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """This rank's claims for edge type e as three columns, removed from the partitions
-    (a column's pieces are released as soon as it is concatenated)."""
-    pieces = [list(part.edge_claims.pop(e)) for part in parts.values()]
-    columns = []
-    for j in range(3):
-        columns.append(_concat([piece[j] for piece in pieces]))
-        for piece in pieces:
-            piece[j] = None
-    return columns[0], columns[1], columns[2]
+def _chunk_rows(max_bytes: int) -> int:
+    """Edges per chunk: a chunk's exchange and lookups hold about 64 bytes per edge, so 256k
+    edges keep them near 16 MiB beside the tables of a whole block."""
+    return max(1, min(1 << 18, max_bytes // 64))
+
+
+def _placed_claims(comm: Intracomm, meta: GraphMeta, parts: Dict[int, Part], e: int, start: int, n: int,
+                   bounds: np.ndarray, max_bytes: int, count: bool = False) -> Tuple[np.ndarray, np.ndarray]:
+    """(claimed new source, claimed new destination) of each edge of this rank's input block
+    [start, start + n) of edge type e, after checking that every edge is claimed exactly once.
+    The claims (made from the partitions) travel to the rank reading their edge chunk by
+    chunk, so only a chunk's routing temporaries exist at a time. Collective.
+
+    n claims covering all n edges are each claimed once; only when they are not are the
+    claims sent again (`count`), counted per edge to name the first offending edge."""
+    etype = meta.edge_types[e]
+    claims = [part.edge_claims.take(e) for part in parts.values()]
+    rows = _chunk_rows(max_bytes)
+    chunks = [tuple(col[lo:lo + rows] for col in c) for c in claims for lo in range(0, len(c[0]), rows)]
+    del claims
+    # Every rank sends the same dtypes, empty chunks included (see partfiles.EdgeClaims).
+    node_dtype = id_dtype(int(sum(meta.node_counts)))
+    empty = (np.empty(0, id_dtype(etype.count)), np.empty(0, node_dtype), np.empty(0, node_dtype))
+    times = np.zeros(n, dtype=np.int64) if count else None
+    claimed_src, claimed_dst = np.empty(n, node_dtype), np.full(n, -1, node_dtype)   # -1: no claim yet
+    received = 0
+    for k in range(int(allreduce_max(comm, np.array([len(chunks)]))[0])):
+        orig, src, dst = chunks[k] if k < len(chunks) else empty
+        if k < len(chunks):
+            chunks[k] = None
+        owner = np.searchsorted(bounds, orig, side="right") - 1
+        (local, src_r, dst_r), _ = exchange(comm, owner, [orig, src, dst], max_bytes)
+        del owner, orig, src, dst
+        local -= local.dtype.type(start)
+        if times is not None:
+            np.add.at(times, local, 1)
+        claimed_src[local], claimed_dst[local] = src_r, dst_r
+        received += len(local)
+    if times is not None:
+        with agreed(comm):
+            bad = np.flatnonzero(times != 1)
+            if len(bad):
+                i = int(bad[0])
+                raise OutputError(None, f"edge {start + i} of type '{etype.name}' is kept {int(times[i])} "
+                                        f"times (expected exactly 1)")
+    elif allreduce_max(comm, np.array([int(received != n or (claimed_dst < 0).any())]))[0]:
+        del claimed_src, claimed_dst
+        return _placed_claims(comm, meta, parts, e, start, n, bounds, max_bytes, count=True)
+    return claimed_src, claimed_dst
 
 
 # ---------------------------------------------------------------- features
@@ -210,6 +252,11 @@ def _compare_feature(comm: Intracomm, source: FeatureSource, start: int, n: int,
 
 def _exactly_once(local: np.ndarray, n: int, first: int, message: str) -> None:
     """Every item of this rank's input block [first, first + n) is claimed exactly once."""
+    if len(local) == n and (n == 0 or (int(local.min()) >= 0 and int(local.max()) < n)):
+        seen = np.zeros(n, dtype=bool)   # n claims covering all n items: each exactly once
+        seen[local] = True
+        if seen.all():
+            return
     times = np.bincount(local, minlength=n)
     if (times != 1).any():
         bad = int(np.flatnonzero(times != 1)[0])

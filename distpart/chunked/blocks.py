@@ -8,11 +8,11 @@ that `dispatch` and `verify` catch bad input without a separate pass over the ed
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterator, Optional
+from typing import TYPE_CHECKING, Iterator, List, Optional, Tuple
 
 import numpy as np
 
-from ..arrays import first_outside
+from ..arrays import first_outside, id_dtype
 from ..mpi.collective import agreed
 from ..errors import InputError
 from ..mpi.exchange import allgather_int64, allreduce_max, allreduce_sum, exscan_sum
@@ -99,6 +99,21 @@ def read_edge_block(comm: Intracomm, meta: GraphMeta, etype: EdgeType, progress:
     dst = np.concatenate(dsts) if len(dsts) > 1 else dsts[0] if dsts else np.empty(0, np.int64)
     start = int(exscan_sum(comm, np.array([len(src)]))[0])
     return EdgeBlock(start, src, dst)
+
+
+def read_block_pieces(comm: Intracomm, meta: GraphMeta, etype: EdgeType, max_rows: int,
+                      progress: Optional[Progress] = None,
+                      weight: float = 1.0) -> Tuple[List[Tuple[np.ndarray, np.ndarray]], int]:
+    """This rank's block of `etype` as non-empty (src, dst) pieces of at most about `max_rows`
+    edges, endpoints in the narrowest dtype holding their type's IDs (`id_dtype`), and the
+    block's first edge ID: the block without a second, concatenated copy. Collective."""
+    src_dtype, dst_dtype = id_dtype(meta.num_nodes(etype.src)), id_dtype(meta.num_nodes(etype.dst))
+    pieces = []
+    for piece in edge_pieces(comm, meta, etype, max_rows, progress, weight):
+        if len(piece.src):
+            pieces.append((piece.src.astype(src_dtype), piece.dst.astype(dst_dtype)))
+    start = int(exscan_sum(comm, np.array([sum(len(s) for s, _ in pieces)]))[0])
+    return pieces, start
 
 
 def _check_range(ids: np.ndarray, n: int, path, what: str, row0) -> None:

@@ -24,42 +24,33 @@ from __future__ import annotations
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence
 
 import numpy as np
 
 from ..assign.assignment import Assignment
-from ..chunked.blocks import read_edge_block
 from ..mpi.collective import agreed
 from ..run.stages import StageLog
-from ..partitions.dglformat import TensorDictWriter, to_storable, write_graph, write_tensor_dict
-from ..partitions.graphbolt import GraphboltOptions, write_partition_graph
+from ..partitions.dglformat import TensorDictWriter, to_storable, write_tensor_dict
 from ..run.guards import writing
-from ..mpi.exchange import DEFAULT_MAX_BYTES, allreduce_max, allreduce_sum, exchange, exscan_sum, lookup
+from ..mpi.exchange import DEFAULT_MAX_BYTES, allreduce_max, allreduce_sum, exchange, exscan_sum
 from ..chunked.metadata import GraphMeta
 from ..partitions.layout import PartitionLayout, check_layout, partition_config
 from ..paths import GRAPHBOLT_FILE, PART_FILES, part_dir
 from ..run.faults import pause_point
 from ..run.progress import Progress
 from ..chunked.readers import FeatureSource
-from ..arrays import new_node_ids
-from ..partitions.partbook import range_starts, type_of
+from ..arrays import id_dtype, new_node_ids
+from ..partitions.partbook import range_starts
+from .edges import EdgeRoute, PartEdges, send_edges
 from .publish import (gathered_edge_counts, output_options, prepare_output, publish_output,
                       publish_partition, reusable_partitions, staged_path)
-from .relabel import by_partition, local_graph, node_groups
+from .relabel import by_partition, node_groups
+from .write import write_partition
 from ..run.resume import RunKey
 
 if TYPE_CHECKING:
     from mpi4py.MPI import Intracomm
-
-
-@dataclass
-class _Edges:
-    """Edges of one (partition, edge type), sorted by original edge ID; endpoints as new IDs."""
-
-    orig: np.ndarray
-    src: np.ndarray
-    dst: np.ndarray
 
 
 @dataclass
@@ -68,9 +59,9 @@ class _State:
 
     node_counts: np.ndarray                    # (P, T), global
     node_starts: np.ndarray                    # (P, T) first new ID of each group
-    new_ids: Dict[str, np.ndarray]             # aligned with this rank's assignment block
-    edges: Dict[int, List[_Edges]] = field(default_factory=dict)   # own partition -> per etype
-    edge_route: List[Tuple[int, np.ndarray]] = field(default_factory=list)  # (first edge ID, partition per edge)
+    new_ids: Dict[str, np.ndarray]             # aligned with this rank's assignment block (id_dtype)
+    edges: Dict[int, List[PartEdges]] = field(default_factory=dict)   # own partition -> per etype
+    edge_route: List[EdgeRoute] = field(default_factory=list)          # per etype: this rank's block
     edge_counts: Optional[np.ndarray] = None   # (P, E), global
     todo: Optional[np.ndarray] = None          # (P,) bool: partitions this run builds
 
@@ -124,7 +115,8 @@ def dispatch(comm: Intracomm, meta: GraphMeta, assignment: Assignment, out_dir: 
         with agreed(comm), progress.task("partitions", len(building), "partitions"):
             for p in building:
                 with writing(part_dir(out_dir, p)):
-                    _write_partition(out_dir, p, meta, state, graphbolt, graph_formats)
+                    write_partition(out_dir, p, meta, state.node_counts, state.edge_counts, state.edges.pop(p, []),
+                                    graphbolt, graph_formats)
                     published[p] = (publish_partition(out_dir, p, key, state.edge_counts[p], names),
                                     state.edge_counts[p].tolist())
                 progress.advance(1)
@@ -175,7 +167,8 @@ def _relabel_nodes(comm: Intracomm, meta: GraphMeta, assignment: Assignment) -> 
     counts = allreduce_sum(comm, local)
     below = exscan_sum(comm, local)
     starts = range_starts(counts)
-    new_ids = {ntype: new_node_ids(assignment.blocks[ntype].parts, starts[:, t] + below[:, t])
+    dtype = id_dtype(int(counts.sum()))
+    new_ids = {ntype: new_node_ids(assignment.blocks[ntype].parts, starts[:, t] + below[:, t]).astype(dtype)
                for t, ntype in enumerate(ntypes)}
     return _State(counts, starts, new_ids)
 
@@ -258,77 +251,19 @@ def _add_feature(comm: Intracomm, writers: Dict[int, TensorDictWriter], outs: Di
 
 # ---------------------------------------------------------------- 3. edges
 
-# Shares of one edge's work in the edges stage, for progress: reading it, the two endpoint
-# lookups, and the exchange to its owner (measured proportions, roughly).
-_READ, _LOOKUP, _SEND = 0.5, 0.15, 0.2
-
-
-def expected_share(count: int, nranks: int) -> int:
-    """Rows of a `count`-row table in one rank's block (for progress totals only)."""
-    return -(-count // nranks)
-
-
 def _send_edges(comm: Intracomm, meta: GraphMeta, assignment: Assignment, state: _State,
                 layout: PartitionLayout, max_bytes: int, progress: Progress) -> None:
-    total = sum(expected_share(et.count, layout.nranks) for et in meta.edge_types)
-    with progress.task("edges", total, "edges"):
-        _send_edge_types(comm, meta, assignment, state, layout, max_bytes, progress)
-
-
-def _send_edge_types(comm: Intracomm, meta: GraphMeta, assignment: Assignment, state: _State,
-                     layout: PartitionLayout, max_bytes: int, progress: Progress) -> None:
-    mine = layout.parts_of(comm.Get_rank())
     part_starts = np.append(state.node_starts[:, 0], state.node_counts.sum())
-    local_counts = np.zeros((layout.num_parts, len(meta.edge_types)), dtype=np.int64)
-    state.edges = {p: [] for p in state.building(mine)}
-    for e, etype in enumerate(meta.edge_types):
-        block = read_edge_block(comm, meta, etype, progress, _READ)
-        n = len(block.src)
-        src_blk, dst_blk = assignment.blocks[etype.src], assignment.blocks[etype.dst]
-        dst_new = lookup(comm, block.dst, dst_blk.bounds, state.new_ids[etype.dst], max_bytes)
-        progress.advance(n * _LOOKUP)
-        part = (np.searchsorted(part_starts, dst_new, side="right") - 1).astype(np.int32)
-        # Counted where the edges are read, so partitions a resumed run keeps count too.
-        local_counts[:, e] = np.bincount(part, minlength=layout.num_parts)
-        state.edge_route.append((block.start, part))
-        k = state.rows_to_build(part)
-        src_new = lookup(comm, block.src[k], src_blk.bounds, state.new_ids[etype.src], max_bytes)
-        progress.advance(n * _LOOKUP)
-        orig = block.orig_ids[k]
-        del block
-        (orig_r, src_r, dst_r, part_r), _ = exchange(
-            comm, layout.rank_of(part[k]), [orig, src_new, dst_new[k], part[k]], max_bytes)
-        del orig, src_new, dst_new
-        groups = by_partition(part_r - mine.start, len(mine)) if len(mine) > 1 else None
-        for i, p in enumerate(mine):
-            if p not in state.edges:
-                continue
-            if groups is not None:
-                sel = groups[i]
-                edges = _Edges(orig_r[sel], src_r[sel], dst_r[sel])
-            else:
-                edges = _Edges(orig_r, src_r, dst_r)
-            state.edges[p].append(_sorted_by_orig(edges))
-        del orig_r, src_r, dst_r, part_r
-        progress.advance(n * _SEND)
+    building = state.building(layout.parts_of(comm.Get_rank()))
+    state.edges, state.edge_route, local_counts = send_edges(
+        comm, meta, assignment, state.new_ids, part_starts, layout, building, state.rows_to_build, max_bytes,
+        progress)
     state.edge_counts = allreduce_sum(comm, local_counts)
-
-
-def _sorted_by_orig(edges: _Edges) -> _Edges:
-    """Edges in original-ID order.
-
-    `exchange` delivers sources in rank order, each in the order it sent, and ranks read
-    ascending edge-ID blocks: the edges normally arrive sorted, so the sort is skipped.
-    """
-    if len(edges.orig) < 2 or (edges.orig[1:] > edges.orig[:-1]).all():
-        return edges
-    order = np.argsort(edges.orig, kind="stable")
-    return _Edges(edges.orig[order], edges.src[order], edges.dst[order])
 
 
 def _send_edge_features(comm: Intracomm, meta: GraphMeta, state: _State, layout: PartitionLayout,
                         writers: Dict[int, TensorDictWriter], max_bytes: int, progress: Progress) -> None:
-    rows = sum(len(state.edge_route[e][1]) * len(meta.edge_features(et.name))
+    rows = sum(state.edge_route[e].count * len(meta.edge_features(et.name))
                for e, et in enumerate(meta.edge_types))
     with progress.task("edge features", rows, "rows"):
         for e, etype in enumerate(meta.edge_types):
@@ -339,7 +274,7 @@ def _send_edge_type_features(comm: Intracomm, meta: GraphMeta, state: _State, la
                              writers: Dict[int, TensorDictWriter], max_bytes: int, progress: Progress,
                              e: int, etype) -> None:
     mine = layout.parts_of(comm.Get_rank())
-    start, part = state.edge_route[e]
+    start, part = state.edge_route[e].start, state.edge_route[e].part
     for fname, files in meta.edge_features(etype.name).items():
         with agreed(comm):
             source = FeatureSource.expecting(files, etype.count, f"edge type '{etype.name}'")
@@ -351,7 +286,8 @@ def _send_edge_type_features(comm: Intracomm, meta: GraphMeta, state: _State, la
             lo, hi = min(b * batch, n), min((b + 1) * batch, n)
             with agreed(comm):   # a bad row stops every rank, as for node features
                 rows = source.read(start + lo, start + hi)
-            ids = np.arange(start + lo, start + hi, dtype=np.int64)
+            # The dtype of the held original IDs: searchsorted then copies neither side.
+            ids = np.arange(start + lo, start + hi, dtype=id_dtype(etype.count))
             k = state.rows_to_build(part[lo:hi])
             (ids_r, part_r, rows_r), _ = exchange(comm, layout.rank_of(part[lo:hi][k]),
                                                   [ids[k], part[lo:hi][k], rows[k]], max_bytes)
@@ -363,35 +299,3 @@ def _send_edge_type_features(comm: Intracomm, meta: GraphMeta, state: _State, la
                 outs[p][np.searchsorted(state.edges[p][e].orig, ids_r[sel])] = rows_r[sel]
             progress.advance(hi - lo)
         _add_feature(comm, writers, outs, f"{etype.name}/{fname}", files.where)
-
-
-# ---------------------------------------------------------------- 5. write
-
-def _write_partition(out_dir: Path, p: int, meta: GraphMeta, state: _State,
-                     graphbolt: Optional[GraphboltOptions] = None,
-                     graph_formats: Sequence[str] = ("coo",)) -> None:
-    counts, ecounts = state.node_counts, state.edge_counts
-    first = int(state.node_starts[p, 0])
-    stop = first + int(counts[p].sum())
-    edges = state.edges[p]
-    edge_first = int(range_starts(ecounts)[p, 0]) if ecounts.size else 0
-    src = np.concatenate([x.src for x in edges]) if edges else np.empty(0, np.int64)
-    dst = np.concatenate([x.dst for x in edges]) if edges else np.empty(0, np.int64)
-    halo, local_src, local_dst = local_graph(first, stop, src, dst)
-    node_ids = np.concatenate([np.arange(first, stop, dtype=np.int64), halo])
-    inner_types = np.repeat(np.arange(len(meta.node_types)), counts[p])
-    ntypes = np.concatenate([inner_types, type_of(halo, counts)]).astype(np.int32)
-    inner = np.zeros(len(node_ids), dtype=np.uint8)
-    inner[: stop - first] = 1
-    etypes = np.repeat(np.arange(len(meta.edge_types)), ecounts[p] if ecounts.size else []).astype(np.int32)
-    ndata = {"_ID": node_ids, "_TYPE": ntypes, "inner_node": inner}
-    edata = {"_ID": np.arange(edge_first, edge_first + len(src), dtype=np.int64),
-             "_TYPE": etypes, "inner_edge": np.ones(len(src), dtype=np.uint8)}
-    write_graph(staged_path(out_dir, p, "graph.dgl"), len(node_ids), local_src, local_dst, ndata=ndata, edata=edata,
-                formats=graph_formats)
-    if graphbolt is not None:
-        write_partition_graph(staged_path(out_dir, p, GRAPHBOLT_FILE), len(node_ids), local_src, local_dst,
-                              ndata, edata, list(meta.node_types), [e.name for e in meta.edge_types],
-                              int(counts.sum()), graphbolt)
-    write_tensor_dict(staged_path(out_dir, p, "orig_eids.dgl"),
-                      {et.name: edges[e].orig for e, et in enumerate(meta.edge_types)})

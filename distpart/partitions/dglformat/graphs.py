@@ -11,7 +11,8 @@ from typing import BinaryIO, Iterable, Mapping, Optional, Sequence
 import numpy as np
 
 from ...errors import InputError, OutputError, PathLike
-from .records import MIN_NAMED_ARRAY_BYTES, U64, Reader, open_binary, to_storable, write_storable, write_string
+from .records import (MIN_NAMED_ARRAY_BYTES, U64, Pieces, Reader, open_binary, release_pages, storable_dtype,
+                      to_storable, write_storable, write_string)
 
 _GRAPH_FILE_MAGIC = 0xDD2E4FF046B4A13F
 _HETEROGRAPH_MAGIC = 0xDD589FBE35224ABF
@@ -26,6 +27,8 @@ _HEADER_BLOCK = 4096
 CPU = 1
 
 _COO, _CSR, _CSC = 1, 2, 4
+# IDs range-checked at a time (a memory-mapped array's pages are released after each piece).
+_CHECK_ROWS = 1 << 20
 _ALL_FORMATS = _COO | _CSR | _CSC
 # The sparse formats a graph file can hold, in the order DGL writes them (save_graphs'
 # `formats` names; `--graph-formats` of DGL's dispatch).
@@ -68,10 +71,10 @@ def graph_formats(names: Iterable[str]) -> tuple[str, ...]:
 def write_graph(
     path: PathLike,
     num_nodes: int,
-    src: np.ndarray,
-    dst: np.ndarray,
-    ndata: Mapping[str, np.ndarray],
-    edata: Mapping[str, np.ndarray],
+    src: "np.ndarray | Pieces",
+    dst: "np.ndarray | Pieces",
+    ndata: Mapping[str, "np.ndarray | Pieces"],
+    edata: Mapping[str, "np.ndarray | Pieces"],
     formats: Sequence[str] = ("coo",),
 ) -> None:
     """Write one homogeneous graph as `dgl.save_graphs(path, [g], formats)` does.
@@ -80,6 +83,9 @@ def write_graph(
     row per node (edge). Feature dtypes are converted by `to_storable`. `formats` are the
     sparse matrices stored (`GRAPH_FORMATS`); the default, COO, is what DGL saves for a
     graph built from edge lists. Whatever is stored, DGL may build the others on load.
+
+    Any array may be given as `Pieces` (e.g. int32 local IDs, stored as int64 piece by
+    piece): COO is then written without the whole array in memory; CSR and CSC need it.
     """
     path = os.fspath(path)
     formats = graph_formats(formats)
@@ -87,6 +93,8 @@ def write_graph(
         raise ValueError(f"num_nodes must be >= 0, got {num_nodes}")
     src = _edge_endpoints(src, num_nodes, "src")
     dst = _edge_endpoints(dst, num_nodes, "dst")
+    if "csr" in formats or "csc" in formats:  # sorted by row: the whole columns are needed
+        src, dst = (x.materialize() if isinstance(x, Pieces) else x for x in (src, dst))
     if len(src) != len(dst):
         raise ValueError(f"src has {len(src)} edges, dst {len(dst)}")
     ndata = _graph_data(ndata, num_nodes, "node")
@@ -133,15 +141,19 @@ def write_graph(
         f.write(U64.pack(len(blob)) + blob + U64.pack(len(blob)))
 
 
-def read_graph(path: PathLike) -> PartitionGraph:
+def read_graph(path: PathLike, mmap: bool = False) -> PartitionGraph:
     """Read a graph file holding one homogeneous graph.
 
     Reads files DGL wrote too, in any of `GRAPH_FORMATS`, as COO in local edge-ID order;
-    a graph saved in several formats must hold the same edges in each.
+    a graph saved in several formats must hold the same edges in each. With `mmap=True`,
+    the arrays stored as read are memory-mapped views (COO and node/edge data), checked
+    piece by piece with their pages released (`release_pages`), so a caller walking them in
+    pieces never holds the whole graph.
     """
     path = os.fspath(path)
     with open_binary(path) as f:
-        reader = Reader(f, path)
+        base = np.memmap(path, dtype=np.uint8, mode="r") if mmap and os.path.getsize(path) else None
+        reader = Reader(f, path, base)
         reader.magic(_GRAPH_FILE_MAGIC, "DGL graph file")
         version, kind, num_graphs = reader.u64(), reader.u64(), reader.u64()
         if (version, kind) != (_GRAPH_FILE_VERSION, _HETEROGRAPH_KIND):
@@ -206,19 +218,34 @@ def _write_metagraph(f: BinaryIO) -> None:
     f.write(struct.pack("<?", False))  # sorted
 
 
-def _edge_endpoints(ids: np.ndarray, num_nodes: int, name: str) -> np.ndarray:
+def _edge_endpoints(ids: "np.ndarray | Pieces", num_nodes: int, name: str) -> "np.ndarray | Pieces":
+    if isinstance(ids, Pieces):
+        if ids.ndim != 1 or ids.dtype.kind not in "iu":
+            raise ValueError(f"{name} must be a 1-D integer array, got {ids.dtype} {ids.shape}")
+        for piece in ids.pieces():
+            _check_endpoints(piece, num_nodes, name)
+        return Pieces(np.dtype("<i8"), ids.shape, ids.pieces)
     ids = np.asarray(ids)
     if ids.ndim != 1 or (ids.size and ids.dtype.kind not in "iu"):
         raise ValueError(f"{name} must be a 1-D integer array, got {ids.dtype} {ids.shape}")
-    if ids.size and (ids.min() < 0 or ids.max() >= num_nodes):
-        raise ValueError(f"{name} holds node IDs outside [0, {num_nodes})")
+    _check_endpoints(ids, num_nodes, name)
     return np.ascontiguousarray(ids, dtype="<i8")
 
 
-def _graph_data(data: Mapping[str, np.ndarray], num_rows: int, what: str) -> dict[str, np.ndarray]:
+def _check_endpoints(ids: np.ndarray, num_nodes: int, name: str) -> None:
+    if ids.size and (ids.min() < 0 or ids.max() >= num_nodes):
+        raise ValueError(f"{name} holds node IDs outside [0, {num_nodes})")
+
+
+def _graph_data(data: Mapping[str, "np.ndarray | Pieces"], num_rows: int,
+                what: str) -> "dict[str, np.ndarray | Pieces]":
     out = {}
     for key, arr in data.items():
-        arr = to_storable(arr, f"{what} data {key!r}")
+        if isinstance(arr, Pieces):
+            if storable_dtype(arr.dtype) != arr.dtype.newbyteorder("<"):
+                raise ValueError(f"{what} data {key!r} given as Pieces of unstorable dtype {arr.dtype}")
+        else:
+            arr = to_storable(arr, f"{what} data {key!r}")
         if arr.shape[0] != num_rows:
             raise ValueError(f"{what} data {key!r} has {arr.shape[0]} rows, expected {num_rows}")
         out[key] = arr
@@ -314,8 +341,11 @@ def _expand_indptr(reader: Reader, indptr: np.ndarray, num_rows: int, nnz: int) 
 def _local_ids(reader: Reader, ids: np.ndarray, limit: int, what: str) -> np.ndarray:
     if ids.ndim != 1 or ids.dtype.kind not in "iu":
         raise reader.fail(f"{what} are not a 1-D integer array ({ids.dtype} {ids.shape})")
-    if ids.size and (ids.min() < 0 or ids.max() >= limit):
-        raise reader.fail(f"{what} outside [0, {limit})")
+    for lo in range(0, ids.size, _CHECK_ROWS):
+        piece = ids[lo:lo + _CHECK_ROWS]
+        if piece.min() < 0 or piece.max() >= limit:
+            raise reader.fail(f"{what} outside [0, {limit})")
+        release_pages(piece)
     return ids.astype(np.int64, copy=False)
 
 

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import io
 import math
+import mmap
 import os
 import struct
-from typing import BinaryIO, Optional
+from dataclasses import dataclass
+from typing import BinaryIO, Callable, Iterable, Optional, Tuple
 
 import numpy as np
 
@@ -103,8 +105,49 @@ def write_string(f: BinaryIO, text: str) -> None:
     f.write(data)
 
 
-def write_storable(f: BinaryIO, arr: np.ndarray) -> None:
-    """Write an array that already went through `to_storable`."""
+# Rows converted at a time when a `Pieces` array is written: bounds the conversion's copy.
+_WRITE_ROWS = 1 << 20
+
+
+@dataclass(frozen=True)
+class Pieces:
+    """An array written as consecutive pieces, each converted to `dtype` as it is written, so
+    the whole array never exists in memory: 1-D int32 pieces stored as int64, or IDs made
+    range by range. `pieces()` yields the pieces in order (it may be called more than once);
+    their lengths must add up to `shape[0]`."""
+
+    dtype: np.dtype
+    shape: Tuple[int, ...]
+    pieces: Callable[[], Iterable[np.ndarray]]
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    @staticmethod
+    def of(arrays: Iterable[np.ndarray], dtype: "np.dtype | str") -> "Pieces":
+        """The concatenation of `arrays` (same row shape) stored as `dtype`."""
+        arrays = list(arrays)
+        tail = tuple(arrays[0].shape[1:]) if arrays else ()
+        return Pieces(np.dtype(dtype), (sum(len(a) for a in arrays), *tail), lambda: iter(arrays))
+
+    def materialize(self) -> np.ndarray:
+        out = np.empty(self.shape, dtype=self.dtype)
+        at = 0
+        for piece in self.pieces():
+            out[at:at + len(piece)] = piece
+            at += len(piece)
+        return out
+
+
+def write_storable(f: BinaryIO, arr: "np.ndarray | Pieces") -> None:
+    """Write an array that already went through `to_storable`, or `Pieces` of a storable dtype."""
+    if isinstance(arr, Pieces):
+        _write_pieces(f, arr)
+        return
     head = ARRAY_HEAD.pack(
         NDARRAY_MAGIC, 0, CPU, 0, arr.ndim, _KIND_TO_DL[arr.dtype.kind], arr.itemsize * 8, 1
     )
@@ -115,6 +158,27 @@ def write_storable(f: BinaryIO, arr: np.ndarray) -> None:
     f.write(memoryview(arr.reshape(-1).view(np.uint8)))
 
 
+def _write_pieces(f: BinaryIO, arr: Pieces) -> None:
+    dtype = arr.dtype.newbyteorder("<")
+    if dtype.newbyteorder("=") not in _STORABLE:
+        raise ValueError(f"Pieces of dtype {dtype} cannot be stored")
+    row = int(np.prod(arr.shape[1:], dtype=np.int64))
+    head = ARRAY_HEAD.pack(NDARRAY_MAGIC, 0, CPU, 0, arr.ndim, _KIND_TO_DL[dtype.kind], dtype.itemsize * 8, 1)
+    f.write(head)
+    f.write(struct.pack(f"<{arr.ndim}q", *arr.shape))
+    f.write(I64.pack(arr.shape[0] * row * dtype.itemsize))
+    rows = 0
+    for piece in arr.pieces():
+        if tuple(piece.shape[1:]) != tuple(arr.shape[1:]):
+            raise ValueError(f"a piece of row shape {piece.shape[1:]} in Pieces of shape {arr.shape}")
+        for lo in range(0, len(piece), _WRITE_ROWS):
+            part = np.ascontiguousarray(piece[lo:lo + _WRITE_ROWS], dtype=dtype)
+            f.write(memoryview(part.reshape(-1).view(np.uint8)))
+        rows += len(piece)
+    if rows != arr.shape[0]:
+        raise ValueError(f"Pieces of {arr.shape[0]} rows yielded {rows}")
+
+
 def open_binary(path: str) -> io.BufferedReader:
     try:
         return open(path, "rb")
@@ -122,12 +186,27 @@ def open_binary(path: str) -> io.BufferedReader:
         raise OutputError(path, f"cannot open: {e.strerror}") from None
 
 
-class Reader:
-    """Sequential little-endian reads from a binary file; every error names the file."""
+def release_pages(arr: np.ndarray) -> None:
+    """Drop the pages under a memory-mapped, read-only array from this process's resident set
+    (the file's pages stay cached; touched again, they are read back). A check that walks a
+    mapped file piece by piece and releases each piece holds one piece, not the file. No-op
+    for other arrays."""
+    mm = getattr(arr, "_mmap", None)
+    if mm is None or arr.nbytes == 0 or not hasattr(mm, "madvise"):
+        return
+    offset = arr.ctypes.data - np.frombuffer(mm, np.uint8).ctypes.data
+    lo = offset // mmap.PAGESIZE * mmap.PAGESIZE
+    mm.madvise(mmap.MADV_DONTNEED, lo, offset + arr.nbytes - lo)
 
-    def __init__(self, f: io.BufferedIOBase, path: str) -> None:
+
+class Reader:
+    """Sequential little-endian reads from a binary file; every error names the file. With
+    `base` (the whole file memory-mapped), arrays are views of it instead of copies."""
+
+    def __init__(self, f: io.BufferedIOBase, path: str, base: Optional[np.memmap] = None) -> None:
         self.f = f
         self.path = path
+        self.base = base
         start = f.tell()
         self.size = f.seek(0, os.SEEK_END)
         f.seek(start)
@@ -203,6 +282,7 @@ class Reader:
 
     def array(self, base: Optional[np.memmap] = None) -> np.ndarray:
         """Read the next array, or map it as a view of `base` (the whole file mapped)."""
+        base = self.base if base is None else base
         dtype, shape, nbytes, is_bf16 = self.array_header()
         if base is not None:
             start = self.f.tell()

@@ -11,7 +11,7 @@ from typing import BinaryIO, Mapping, Optional, Type
 import numpy as np
 
 from ...errors import OutputError, PathLike
-from .records import MIN_NAMED_ARRAY_BYTES, Reader, open_binary, to_storable, write_storable, write_string
+from .records import MIN_NAMED_ARRAY_BYTES, Pieces, Reader, open_binary, to_storable, write_storable, write_string
 
 _TENSOR_DICT_MAGIC = 0xDD5A9FBE3FA2443F
 
@@ -43,8 +43,9 @@ class TensorDictWriter:
         self._f.write(struct.pack("<QQQ", _TENSOR_DICT_MAGIC, self.num_tensors, self.num_tensors))
         return self
 
-    def add(self, key: str, arr: np.ndarray) -> None:
-        """Append tensor `key`; its dtype is converted by `to_storable`."""
+    def add(self, key: str, arr: "np.ndarray | Pieces") -> None:
+        """Append tensor `key`; its dtype is converted by `to_storable` (`Pieces` are written
+        piece by piece, in their own dtype)."""
         if self._f is None:
             raise RuntimeError("TensorDictWriter.add called outside its `with` block")
         if len(self._keys) == self.num_tensors:
@@ -53,7 +54,8 @@ class TensorDictWriter:
             )
         if key in self._keys:
             raise ValueError(f"{self.path}: tensor {key!r} added twice")
-        arr = to_storable(arr, key)
+        if not isinstance(arr, Pieces):
+            arr = to_storable(arr, key)
         write_string(self._f, key)
         write_storable(self._f, arr)
         self._keys.add(key)
@@ -81,7 +83,7 @@ class TensorDictWriter:
             )
 
 
-def write_tensor_dict(path: PathLike, tensors: Mapping[str, np.ndarray]) -> None:
+def write_tensor_dict(path: PathLike, tensors: Mapping[str, "np.ndarray | Pieces"]) -> None:
     """Write `tensors` as a DGL tensor dict, keys in the mapping's order."""
     with TensorDictWriter(path, len(tensors)) as writer:
         for key, arr in tensors.items():
