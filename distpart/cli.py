@@ -241,7 +241,7 @@ def method_options(sp: argparse.ArgumentParser) -> None:
                     help="do not balance edges (node types, masks and --imbalance stay)")
     sp.add_argument("--balance-feature", action="append", default=[], metavar="NTYPE/FEAT",
                     help="multilevel, parmetis: also balance this 0/1 node feature (e.g. paper/train_mask); repeatable")
-    sp.add_argument("--imbalance", type=imbalance_factor, default=1.05, help="allowed load imbalance per constraint, max/average (parmetis ubvec, kaminpar epsilon + 1)")
+    sp.add_argument("--imbalance", type=imbalance_factor, default=1.05, help="allowed load imbalance per constraint, max/average (ParMETIS's ubvec, KaMinPar's epsilon + 1)")
     sp.add_argument("--objective", choices=["cut", "fetch", "vol"], default="cut",
                     help="what Step 1 minimises with the balance kept: cut = edges between machines "
                          "(default); fetch = the feature rows DistDGL's neighbour sampler fetches from "

@@ -20,22 +20,21 @@ class DistpartError(Exception):
     exit_code = EXIT_USER_ERROR
 
 
-class InputError(DistpartError):
+class LocatedError(DistpartError):
+    """An error found in one place: `where` is the file (or `metadata.json: key`), then the problem."""
+
+    def __init__(self, where: Optional[PathLike], problem: str) -> None:
+        self.where = os.fspath(where) if where is not None else None
+        self.problem = problem
+        super().__init__(f"{self.where}: {problem}" if self.where else problem)
+
+
+class InputError(LocatedError):
     """The input graph, the assignment or the command line is wrong.
 
     `where` is the file (or `metadata.json: key`) the problem was found in.
     """
 
-    def __init__(self, where: Optional[PathLike], problem: str) -> None:
-        self.where = os.fspath(where) if where is not None else None
-        self.problem = problem
-        super().__init__(f"{self.where}: {problem}" if self.where else problem)
 
-
-class OutputError(DistpartError):
+class OutputError(LocatedError):
     """A partition output is inconsistent with its input (raised by verify and the loader)."""
-
-    def __init__(self, where: Optional[PathLike], problem: str) -> None:
-        self.where = os.fspath(where) if where is not None else None
-        self.problem = problem
-        super().__init__(f"{self.where}: {problem}" if self.where else problem)

@@ -2,7 +2,7 @@
 imports itself back through others, and no folder's entries (its modules and subfolders,
 each subfolder taken whole) import each other in a cycle.
 
-The parts, lowest first (docs/07-layout.md explains each):
+The parts, lowest first (docs/08-layout.md explains each):
 
     errors/paths/arrays <- mpi <- run <- chunked <- assign <- partitions <- dispatch <- check
     <- synthetic <- launch/steps <- api/commands <- cli <- dgltools <- __init__/__main__

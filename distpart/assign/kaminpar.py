@@ -56,21 +56,18 @@ GRAPH_FILE = "graph.parhip"
 PARTITION_FILE = "partition.npy"
 INSTALL_HINT = "pip install 'distpart[kaminpar]'"
 
-# KaMinPar's preset, here and for the multilevel method's coarsest graph: "eco" cuts far
-# fewer edges than "default" on RMAT and no more elsewhere, at 2-20x its time
-# (benchmarks/bench_assign.py; the runs are in the git log).
+# KaMinPar's preset, here and for the multilevel method's coarsest graph: "eco" cuts fewer edges
+# than "default" for more time (chosen by benchmarks/bench_assign.py; the runs: commit b03a837).
 CONTEXT = "eco"
 
-# Peak memory of the KaMinPar process, in bytes: per vertex, per adjacency entry, fixed. An
-# upper bound of the peak RSS measured with kaminpar 3.7.3 on 0.3M-4M-vertex graphs (load,
-# hierarchy and the returned partition; child_peak_rss_mb of benchmarks/bench_assign.py).
+# Peak memory of the KaMinPar process, in bytes: per vertex, per weight, per adjacency entry,
+# fixed; an upper bound of child_peak_rss_mb in benchmarks/bench_assign.py's runs.
 MEMORY_PER_VERTEX = 64
 MEMORY_PER_WEIGHT = 16
 MEMORY_PER_ENTRY = 40
 MEMORY_FIXED = 128 << 20
 
-# Seconds per adjacency entry for one thread, for the progress ETA (rough, the eco preset on a
-# 2-core machine, benchmarks/bench_assign.py); k adds a log factor.
+# Seconds per adjacency entry for one thread, for the progress ETA only (rough); k adds a log factor.
 S_PER_ENTRY = 3e-6
 
 _POLL_S = 0.05  # how often waiting ranks look at the Ibarrier: negligible CPU, little delay

@@ -1,23 +1,18 @@
 """The order in which ParMETIS sees the vertices: hubs first.
 
-ParMETIS's cut depends on the numbering it is given. Inputs usually number nodes with no
-regard to degree (and graphs with random IDs are the rule), and on power-law graphs that
-numbering costs ParMETIS a lot: measured with benchmarks/bench_assign.py on a
-200k-node/2M-edge RMAT graph into 4 parts, ParMETIS cut 60% of the edges in input order
-and 44% (2 ranks) / 42% (4 ranks) with the vertices renumbered by degree, highest first;
-serial METIS cut 26%. On a community graph and a mesh the cut moved by less than half a
-point either way. (Removing degree-0 and degree-1 vertices before ParMETIS, and handing it
-METIS's own partition as the vertex distribution, did not help: measured, left out. Peeling
-cannot: on that graph 37% of the vertices are isolated and 14% have degree one, but the
-edges outside the 2-core are 1.5% of the simple graph's edges, so placing every leaf with
-its neighbour moves the cut by 1.5 points at most; the gap to METIS is in the core.)
+ParMETIS's cut depends on the numbering it is given, and inputs usually number nodes with no
+regard to degree: on power-law graphs, vertices renumbered by degree, highest first, give
+ParMETIS far smaller cuts, and on communities and meshes about the same (measured by
+benchmarks/bench_assign.py; the runs are in commit 7a052fa). Peeling degree-0 and degree-1
+vertices, or handing ParMETIS METIS's partition as the vertex distribution, did not help: the
+gap to METIS is in the graph's core.
 
 Vertices go by degree bucket (8 buckets per doubling of the degree), highest first, then by
 original ID. A fixed number of buckets lets every rank compute its vertices' new IDs from
 one Allgather of bucket counts, and the order does not depend on the number of ranks.
 
-Hubs first means the first ranks' rows hold most of the adjacency if the ranks get equal
-numbers of vertices (measured: 85% on rank 0 of 2), so the blocks are cut by load instead
+Hubs first means the first ranks' rows would hold most of the adjacency if the ranks got equal
+numbers of vertices, so the blocks are cut by load instead
 (degree + 1 per vertex): every rank holds about the same number of adjacency entries, and
 the hubs stay together, which is what helps ParMETIS.
 """

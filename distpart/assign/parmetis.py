@@ -255,8 +255,7 @@ def part_kway(lib: ParMetisLibrary, comm: Intracomm, vtxdist: np.ndarray, xadj: 
 # ---------------------------------------------------------------- the Step 1 method
 
 ALGO_NAME = "metis"   # DGL's name for a ParMETIS assignment in partition_meta.json
-# Seconds per adjacency entry held by a rank, for the progress ETA (rough, 2-core nodes:
-# between a random graph's and RMAT's).
+# Seconds per adjacency entry held by a rank, for the progress ETA only: the right order is enough.
 S_PER_ARC = 2.5e-6
 
 

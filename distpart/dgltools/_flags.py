@@ -124,7 +124,7 @@ def parmetis_postprocess() -> argparse.ArgumentParser:
     p.add_argument("--schema_file", required=True, type=str, help="The schema of the input graph")
     p.add_argument("--parmetis_output_file", required=True, type=str, help="ParMETIS output file")
     p.add_argument("--partitions_dir", required=True, type=str,
-                   help="The output will be files (with metis partition ids) and each file corresponds to a "
+                   help="The output will be files (with ParMETIS partition ids) and each file corresponds to a "
                         "node-type in the input graph dataset.")
     return p
 

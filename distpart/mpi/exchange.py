@@ -195,22 +195,23 @@ def lookup(comm: Intracomm, keys: np.ndarray, bounds: np.ndarray, table: np.ndar
     return result
 
 
-def allreduce_sum(comm: Intracomm, arr: np.ndarray) -> np.ndarray:
-    """Elementwise sum over ranks of an int64 array (buffer-based)."""
+def _allreduce(comm: Intracomm, arr: np.ndarray, op: str) -> np.ndarray:
+    """Elementwise `op` (an MPI.Op's name) over ranks of an int64 array (buffer-based)."""
     from mpi4py import MPI
     arr = np.ascontiguousarray(arr, dtype=np.int64)
     out = np.empty_like(arr)
-    comm.Allreduce(arr, out, op=MPI.SUM)
+    comm.Allreduce(arr, out, op=getattr(MPI, op))
     return out
+
+
+def allreduce_sum(comm: Intracomm, arr: np.ndarray) -> np.ndarray:
+    """Elementwise sum over ranks of an int64 array (buffer-based)."""
+    return _allreduce(comm, arr, "SUM")
 
 
 def allreduce_max(comm: Intracomm, arr: np.ndarray) -> np.ndarray:
     """Elementwise maximum over ranks of an int64 array (buffer-based)."""
-    from mpi4py import MPI
-    arr = np.ascontiguousarray(arr, dtype=np.int64)
-    out = np.empty_like(arr)
-    comm.Allreduce(arr, out, op=MPI.MAX)
-    return out
+    return _allreduce(comm, arr, "MAX")
 
 
 def exscan_sum(comm: Intracomm, arr: np.ndarray) -> np.ndarray:

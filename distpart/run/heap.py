@@ -3,13 +3,12 @@
 glibc's malloc serves every block above its mmap threshold (128 KiB, rising to at most
 32 MiB) with a fresh `mmap` and returns it with `munmap` on free. An iterative method that
 allocates and frees arrays of millions of entries per iteration then pays a page fault for
-every 4 KiB of every temporary, every time: on RMAT 2M/20M with in-degree balance
-(2 ranks) the multilevel method spent 45 s per rank in the kernel, 3.6 million faults per
-rank on RMAT 200k. `reused_heap` makes malloc serve those blocks from the heap and keep
-freed memory for the next allocation (`M_MMAP_MAX` 0, a high `M_TRIM_THRESHOLD`), and gives
-the memory back (`malloc_trim`) and restores glibc's defaults when the phase ends. The
-results are the same bytes; the cost is some fragmentation, measured in
-docs/03-step1.md. Anywhere but glibc (musl, macOS) it does nothing.
+every 4 KiB of every temporary, every time. `reused_heap` makes malloc serve those blocks
+from the heap and keep freed memory for the next allocation (`M_MMAP_MAX` 0, a high
+`M_TRIM_THRESHOLD`), and gives the memory back (`malloc_trim`) and restores glibc's defaults
+when the phase ends. The results are the same bytes; the cost is some fragmentation (both
+measured in benchmarks/results/step1_history.md). Anywhere but glibc (musl, macOS) it does
+nothing.
 
 `DISTPART_HEAP=default` leaves malloc alone (to compare, or if a system's allocator is
 already tuned through `GLIBC_TUNABLES` or `LD_PRELOAD`).

@@ -35,8 +35,8 @@ if TYPE_CHECKING:
 METIS_TRIES = 8       # at most; fewer on large coarsest graphs (see metis_tries)
 MIN_METIS_TRIES = 2
 TRY_BUDGET_S = 4.0    # METIS seconds one rank may spend on all tries, by the estimate below
-# METIS k-way time per try ~ A * entries * ncon * (1 + log2 k) + B * n * k * ncon, fitted on
-# a 2-core machine to the coarsest graphs of a grid and of RMAT 200k (k = 4, 32; ncon = 1, 3).
+# METIS k-way seconds per try ~ A * entries * ncon * (1 + log2 k) + B * n * k * ncon: a rough fit
+# (commit 5543acf), enough to keep the tries within TRY_BUDGET_S.
 _A_S, _B_S = 5e-8, 5.5e-7
 # ubvec - 1 as a share of imbalance - 1, by try parity: most room first, then tighter.
 UB_SHARES = (0.8, 0.5)

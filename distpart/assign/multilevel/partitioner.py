@@ -25,12 +25,12 @@ if TYPE_CHECKING:
     from ..step1 import Step1Graph
 
 ALGO_NAME = "multilevel"
-# Seconds per adjacency entry a rank holds, for the progress ETA of each phase (rough, 2
-# ranks on 2-core nodes: the ETA only has to be the right order).
+# Seconds per adjacency entry a rank holds, for the progress ETA of each phase: rough, the ETA
+# only has to be the right order.
 S_PER_ARC = {"coarsening": 1.0e-6, "refinement": 2.0e-6}
-# V-cycles after the first pass on a mesh-like graph (`coarsening.mesh_like`) unless
-# --vcycles says otherwise: each lowers a torus's cut a little for a pass's time, and graphs
-# with hubs gain nothing (benchmarks/bench_assign.py, results/assign_mesh_2m.json).
+# V-cycles after the first pass on a mesh-like graph (`coarsening.mesh_like`) unless --vcycles
+# says otherwise: one pays on meshes, graphs with hubs gain nothing (chosen by
+# benchmarks/bench_assign.py, see benchmarks/results/step1_history.md).
 MESH_VCYCLES = 1
 
 

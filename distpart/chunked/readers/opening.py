@@ -74,6 +74,6 @@ def open_h5(path: Path):
 def release_arrow_memory() -> None:
     """Give the memory pyarrow freed back to the system. Its allocator (mimalloc) otherwise
     keeps it for pyarrow's own reuse, where NumPy, which allocates everything that follows a
-    read (the exchange's buffers), cannot use it: measured +30 MB peak in the nodes stage."""
+    read (the exchange's buffers), cannot use it, and the stage's peak grows."""
     import pyarrow as pa
     pa.default_memory_pool().release_unused()

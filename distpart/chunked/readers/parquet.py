@@ -22,15 +22,14 @@ from . import opening
 # A row group of up to this many decoded bytes is read whole and kept until its last row
 # is used; a larger one is streamed in record batches of about PARQUET_BATCH_BYTES, so memory
 # follows the batch and not the row group (one row group can hold a whole chunk file).
-# Streaming keeps a decoder per column between reads (measured on 16 float32 columns: about
-# 20 MB for row groups of 64k rows, 44 MB for one of 1M), so small row groups are cheaper whole.
+# Streaming keeps a decoder per column between reads, so small row groups are cheaper whole
+# (chosen by benchmarks/bench_readers.py, see benchmarks/results/readers_after.json).
 PARQUET_WHOLE_GROUP_BYTES = 8 << 20
 PARQUET_BATCH_BYTES = 4 << 20
 
 # Column chunks up to this size are read whole; larger ones through a buffer of
-# PARQUET_READ_BUFFER bytes. Measured on 1M x 16 float32, half the rows: row groups of 64k
-# rows (256 KiB chunks) peak at 132 MB read whole and 147 MB buffered; one row group (4 MiB
-# chunks) at 234 MB whole and 166 MB buffered.
+# PARQUET_READ_BUFFER bytes, which bounds a large row group's peak (chosen by
+# benchmarks/bench_readers.py, see benchmarks/results/readers_after.json).
 PARQUET_WHOLE_CHUNK_BYTES = 1 << 20
 PARQUET_READ_BUFFER = 256 << 10
 
@@ -43,13 +42,13 @@ def buffered_reads_safe(version: Optional[str] = None) -> bool:
     GH-43949 in 19.0) shrinks its buffer when the page reader peeks at a page header that
     starts near the buffer's end in the last stretch of a column chunk, and then writes the
     rest of the peek past the buffer's end. The heap corruption that follows is silent and
-    varies from run to run: measured on pyarrow 17.0.0 with files pyarrow 26 wrote (many
-    pages per column chunk), a list<float> column read as 113217, 113502, ... rows of its
-    113698, and a plain float column with wrong values; ARROW_DEBUG_MEMORY_POOL=abort stops
-    on the write every time (tests/test_readers.py). 19.0-23.x still write past the buffer
-    in another case (GH-48311, fixed in 24.0); it needs a peek longer than the buffer, which
-    distpart's buffer and the page reader's 16 KiB header peeks should never make, but these
-    versions are left out too: wrong features are worse than memory.
+    varies from run to run: on pyarrow 17.0.0, with files of many pages per column chunk, a
+    list<float> column lost rows and a plain float column read wrong values;
+    ARROW_DEBUG_MEMORY_POOL=abort stops on the write every time (tests/test_readers.py).
+    19.0-23.x still write past the buffer in another case (GH-48311, fixed in 24.0); it needs
+    a peek longer than the buffer, which distpart's buffer and the page reader's 16 KiB header
+    peeks should never make, but these versions are left out too: wrong features are worse
+    than memory.
     """
     import pyarrow as pa
     major = int((version or pa.__version__).split(".")[0])
@@ -250,9 +249,7 @@ class ParquetRows:
         chunk = max((md.row_group(g).total_byte_size // max(md.num_columns, 1)
                      for g in range(md.num_row_groups)), default=0)
         # Where the buffer is not safe (`buffered_reads_safe`), every column chunk is read
-        # whole: memory grows by the row group's selected column chunks, measured on pyarrow
-        # 17 with one row group of 1M x 16 float32 (65 MB), half its rows read: 232 MB peak
-        # against 179 MB buffered (a list column), 269 MB against 212 MB (16 columns).
+        # whole: memory then grows by the row group's selected column chunks.
         if chunk > PARQUET_WHOLE_CHUNK_BYTES and buffered_reads_safe():
             self.pf = opening.open_parquet(path, memory_map=False, pre_buffer=False,
                                     buffer_size=PARQUET_READ_BUFFER, metadata=md)

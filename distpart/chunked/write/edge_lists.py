@@ -163,10 +163,9 @@ def _parquet_edge_source(etype: str, path: Path, batch_bytes: int) -> EdgeSource
 
     def batches() -> Iterator[Tuple[np.ndarray, np.ndarray, Dict[str, np.ndarray], int]]:
         first = 0
-        # pyarrow's defaults pre-buffer whole row groups and decode several at once on threads
-        # (measured: the whole of a 72 MB file held at once); one row group at a time, read
-        # through a small buffer, is what bounds memory here, except on the pyarrow versions
-        # whose buffered stream corrupts reads (`buffered_reads_safe`): there, whole chunks.
+        # pyarrow's defaults pre-buffer whole row groups and decode several at once on threads;
+        # one row group at a time through a small buffer bounds memory, except where the
+        # buffered stream corrupts reads (`buffered_reads_safe`): there, whole chunks.
         buffer = 1 << 20 if buffered_reads_safe() else 0
         reader = pq.ParquetFile(str(path), memory_map=False, pre_buffer=False, buffer_size=buffer)
         try:
@@ -196,8 +195,8 @@ def _csv_edge_source(etype: str, path: Path, delimiter: str, header: bool, batch
     if len(delimiter) != 1:
         raise InputError(None, f"the CSV delimiter must be one character, got {delimiter!r}")
     empty = path.stat().st_size == 0
-    # pyarrow's streaming CSV reader keeps about 32 blocks read ahead (measured with pyarrow
-    # 26, threads or not): blocks of batch_bytes / 32 hold the reader near batch_bytes.
+    # pyarrow's streaming CSV reader keeps about 32 blocks read ahead, threads or not: blocks
+    # of batch_bytes / 32 hold the reader near batch_bytes.
     block = int(min(max(batch_bytes // 32, 1 << 16), 1 << 30))
     names: List[str] = []
     if not empty:

@@ -79,25 +79,13 @@ class NpyChunk:
         self._file.close()
 
 
-class _CsvEdgeChunk:
-    """Two integer columns, no header, the given delimiter: DGL's CSV edge files."""
+class _ArrowEdgeChunk:
+    """Two int64 columns (src, dst) through a pyarrow writer: DGL's CSV edge files (no header,
+    the given delimiter) and Parquet edge files."""
 
-    def __init__(self, path: Path, delimiter: str) -> None:
+    def __init__(self, path: Path, writer) -> None:
         self.path = path
-        options = pacsv.WriteOptions(include_header=False, delimiter=delimiter, quoting_style="none")
-        self._writer = pacsv.CSVWriter(str(path), _EDGE_SCHEMA, write_options=options)
-
-    def write(self, src: np.ndarray, dst: np.ndarray) -> None:
-        self._writer.write_table(_edge_table(src, dst))
-
-    def close(self) -> None:
-        self._writer.close()
-
-
-class _ParquetEdgeChunk:
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._writer = pq.ParquetWriter(str(path), _EDGE_SCHEMA)
+        self._writer = writer
 
     def write(self, src: np.ndarray, dst: np.ndarray) -> None:
         self._writer.write_table(_edge_table(src, dst))
@@ -118,9 +106,10 @@ def open_edge_chunk(path: Path, fmt: str, rows: int, delimiter: str):
     if fmt == "numpy":
         return NpyChunk(path, rows, np.dtype(np.int64), (2,))
     if fmt == "parquet":
-        return _ParquetEdgeChunk(path)
+        return _ArrowEdgeChunk(path, pq.ParquetWriter(str(path), _EDGE_SCHEMA))
     if fmt == "csv":
-        return _CsvEdgeChunk(path, delimiter)
+        options = pacsv.WriteOptions(include_header=False, delimiter=delimiter, quoting_style="none")
+        return _ArrowEdgeChunk(path, pacsv.CSVWriter(str(path), _EDGE_SCHEMA, write_options=options))
     raise ValueError(f"edge format must be one of {EDGE_FORMATS}, got {fmt!r}")
 
 

@@ -26,9 +26,8 @@ from ..graph import Halo, LevelGraph, is_unit, share_of, unit_weights
 if TYPE_CHECKING:
     from mpi4py.MPI import Intracomm
 
-# A cluster may weigh this share of a block (eps * total / k, KaMinPar's rule with eps 0.1
-# instead of 0.03): the smallest projected cut on RMAT, community and torus graphs
-# (k = 4; chosen with benchmarks/bench_assign.py, see docs/03-step1.md).
+# A cluster may weigh this share of a block (eps * total / k, KaMinPar's rule with its own eps):
+# chosen by benchmarks/bench_assign.py, see benchmarks/results/step1_history.md.
 CLUSTER_EPS = 0.1
 ISOLATED_SPAN = 1 << 16     # isolated vertices are grouped within aligned spans of global IDs
 

@@ -80,10 +80,8 @@ def balance_moves(comm: "Intracomm", ctx: Refinement, st: State, strict: bool = 
     for _ in range(STEPS):
         excess = np.maximum(bw - caps, 0)
         pool.add_blocks(excess.any(axis=1))
-        # Once the rebalancer stalls, a target may end a hair above its cap only in a
-        # constraint some block is over in now, and by no more than the worst excess there:
-        # a hair in a constraint every block meets made a new overload that the next step
-        # moved back (seen: rounds without end at 1e-4 overload with in-degree balance).
+        # Once stalled, a target may end a hair over its cap only where some block is over now
+        # (by at most the worst excess there): elsewhere the next step moved it back, endlessly.
         # Before that the full hair: it is what lets heavy vertices leave a block at all.
         hair = np.minimum(ctx.hair, excess.max(axis=0)) if strict else ctx.hair
         # Only a vertex carrying a constraint its block is over in can lower the overload.

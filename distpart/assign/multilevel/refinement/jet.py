@@ -35,17 +35,16 @@ if TYPE_CHECKING:
 
 __all__ = ["jet", "candidates", "afterburner"]
 
-# Tuning values, chosen with benchmarks/bench_assign.py on the 200k graphs, RMAT 2M and the
-# Debian graph (results in benchmarks/results/assign_*.json; the runs are in the git log).
+# Tuning values, chosen by benchmarks/bench_assign.py (see benchmarks/results/step1_history.md).
 COARSE_FACTOR = 0.75   # a candidate may lose up to this share of its own-block connection
 FINE_FACTOR = 0.25
 MIN_GAIN = 0.001       # an iteration counts as progress if it betters the best by 0.1%
 MAX_ITERATIONS = 1000  # a backstop only: the idle rule ends every run seen long before
 MAX_FAILED = 2         # iterations in a row the rebalancer leaves infeasible before Jet stops
-REBALANCE_ROUNDS = 3   # rebalancer rounds per iteration: the cuts of 100, in a third of the time
-SWAP_MAX_OVER = 0.02   # exchanges only this close to feasible (`overload`): above, they never won
-CONSTRAINED_IDLE = 3   # constrained mode: the cut creeps down by hundredths of a percent per
-CONSTRAINED_ITERATIONS = 10   # iteration after the first ten, at seconds each on RMAT 2M
+REBALANCE_ROUNDS = 3   # rebalancer rounds per iteration: more gave the same cut in more time
+SWAP_MAX_OVER = 0.02   # exchanges only this close to feasible (`overload`): further off they do not pay
+CONSTRAINED_IDLE = 3   # constrained mode: iterations without MIN_GAIN progress that end it
+CONSTRAINED_ITERATIONS = 10   # ... or this many in all: later ones gain little for their time
 
 
 @dataclass
