@@ -184,16 +184,23 @@ def test_a_sigterm_while_metis_runs_stops_the_run_instead_of_failing_it(routed):
         e = e[np.lexsort((e[:, 1], e[:, 0]))]
         xadj = np.concatenate([[0], np.cumsum(np.bincount(e[:, 0], minlength=n * n))])
         adjncy = e[:, 1].copy()
-        threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGTERM)).start()
-        start = time.monotonic()
-        try:
-            metis.part_graph(xadj, adjncy, 8)
-            print("not-stopped", round(time.monotonic() - start, 2))
-        except Stopped as s:
-            print("stopped", s.exit_code, round(time.monotonic() - start, 2))
-        except metis.MetisError as err:
-            print("METIS-error", round(time.monotonic() - start, 2), err)
-    """).replace("SETUP", setup)
+        # Unrouted, a signal that lands before the C call starts (a loaded machine) is raised
+        # by Python at once: that try proves nothing, so it is repeated with a later signal.
+        for delay in (0.3, 1.0, 2.5):
+            threading.Timer(delay, os.kill, (os.getpid(), signal.SIGTERM)).start()
+            start = time.monotonic()
+            try:
+                metis.part_graph(xadj, adjncy, 8)
+                print("not-stopped", round(time.monotonic() - start, 2))
+            except Stopped as s:
+                if not ROUTED and delay < 2.5:
+                    time.sleep(0.1)
+                    continue
+                print("stopped", s.exit_code, round(time.monotonic() - start, 2))
+            except metis.MetisError as err:
+                print("METIS-error", round(time.monotonic() - start, 2), err)
+            break
+    """).replace("SETUP", setup).replace("ROUTED", str(routed))
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     verdict = run.stdout.split()
