@@ -17,9 +17,10 @@ Graphs (bench_graphs.py, built once in --work-dir; a 64-float `feat` on every no
 (the default, `small`), rmat-2m (opt-in). Rows: `--row '[LABEL=]METHOD [FLAGS...]'`,
 repeatable; the flags reach distpart unchanged but for `{train_mask}` (the graph's mask),
 `{fanouts}` and `{batch_size}` (the trainers'); METHOD `default` gives no --method (with
-`--balance=`, a row is the output of `distpart pipeline IN OUT --num-parts P`). The default rows: random, parmetis, multilevel
-(the cut objective) and `fetch=multilevel --objective fetch --train-mask {train_mask} --fanouts
-{fanouts} --batch-size {batch_size}` (the training objective). Needs root (namespaces) and
+`--balance=`, a row is the output of `distpart pipeline IN OUT --num-parts P`). The default
+rows: random, parmetis, multilevel (the cut objective), `vol=multilevel --objective vol` (the
+volume objective) and `fetch=multilevel --objective fetch --train-mask {train_mask}
+--fanouts {fanouts} --batch-size {batch_size}` (the training objective). Needs root (namespaces) and
 DGL's Python (scripts/setup-dgl.sh).
 
     sudo .venv/bin/python benchmarks/bench_training.py --work-dir /var/tmp/bench    # training.json says how long

@@ -25,7 +25,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
-DEFAULT_ROWS = ("random", "parmetis", "multilevel",
+DEFAULT_ROWS = ("random", "parmetis", "multilevel", "vol=multilevel --objective vol",
                 "fetch=multilevel --objective fetch --train-mask {train_mask} --fanouts {fanouts} "
                 "--batch-size {batch_size}")
 DEFAULT_BALANCE = "--balance-ntypes --no-balance-edges --balance-feature {train_mask}"
