@@ -156,22 +156,30 @@ def restore_graph(out_dir: Path) -> Dict[str, Any]:
             "node_feats": node_feats, "edge_feats": edge_feats}
 
 
-def assert_restores(out_dir: Path, graph: Any) -> None:
-    """The partitions in `out_dir` hold exactly `graph` (a description; see chunk.describe_graph)."""
+def assert_same_graph(got: Dict[str, Any], graph: Any, stored: bool = True) -> None:
+    """`got` (read_whole_graph's or restore_graph's form) holds exactly `graph` (a description;
+    see chunk.describe_graph): counts, every edge in order, every feature with its dtype.
+    `stored`: features as the partition format stores them (`storable`), else as given."""
     want = describe_graph(graph)
-    got = restore_graph(out_dir)
     assert got["num_nodes"] == want.num_nodes
-    assert set(got["edges"]) == set(want.edges)
+    assert list(got["edges"]) == list(want.edges) if not stored else set(got["edges"]) == set(want.edges)
     for e, (src, dst) in want.edges.items():
         np.testing.assert_array_equal(got["edges"][e][0], src)
         np.testing.assert_array_equal(got["edges"][e][1], dst)
+        assert got["edges"][e][0].dtype == np.int64
     want_nf = {(t, n): v for t, f in want.node_data.items() for n, v in f.items()}
     want_ef = {(e, n): v for e, f in want.edge_data.items() for n, v in f.items()}
     assert set(got["node_feats"]) == set(want_nf) and set(got["edge_feats"]) == set(want_ef)
     for ours, theirs in ((got["node_feats"], want_nf), (got["edge_feats"], want_ef)):
         for key, values in theirs.items():
-            np.testing.assert_array_equal(ours[key], storable(values), err_msg=str(key))
-            assert ours[key].dtype == storable(values).dtype
+            expected = storable(values) if stored else values
+            np.testing.assert_array_equal(ours[key], expected, err_msg=str(key))
+            assert ours[key].dtype == expected.dtype, key
+
+
+def assert_restores(out_dir: Path, graph: Any) -> None:
+    """The partitions in `out_dir` hold exactly `graph` (a description; see chunk.describe_graph)."""
+    assert_same_graph(restore_graph(out_dir), graph)
 
 
 def dgl_dump(python: str, out_dir: Path, dump_dir: Path) -> Dict[int, Any]:
