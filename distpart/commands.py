@@ -17,7 +17,6 @@ from . import steps
 from .assign.options import check_num_parts
 from .check.report import REPORT_FILE, report as report_output
 from .check.verify import verify_quick
-from .chunked.write import chunk_edge_lists, chunk_ogb
 from .errors import InputError
 from .mpi.collective import agreed
 from .partitions.dglformat import graph_formats
@@ -28,7 +27,6 @@ from .run.lock import folder_locks
 from .run.outdir import ASSIGNMENT, PARTITIONS, OutputFolder, refuse_inside_input
 from .run.resume import RunKey
 from .run.stages import StageLog, format_stage_table, write_json
-from .synthetic import example_graph
 
 if TYPE_CHECKING:
     from mpi4py.MPI import Intracomm
@@ -37,6 +35,7 @@ if TYPE_CHECKING:
 # ---------------------------------------------------------------- commands without MPI
 
 def example(args: argparse.Namespace) -> None:
+    from .synthetic import example_graph   # here: h5py and pyarrow's writers, which no MPI command needs
     print(example_graph(args.out_dir, scale=args.scale, seed=args.seed))
 
 
@@ -46,6 +45,7 @@ def chunk(args: argparse.Namespace) -> None:
 
 
 def _chunked(args: argparse.Namespace) -> Path:
+    from .chunked.write import chunk_edge_lists, chunk_ogb   # here: pyarrow.compute/csv, 0.3 s a rank elsewhere
     num_nodes: Dict[str, int] = {}
     for key, value in _pairs(args.num_nodes, "--num-nodes", split_last=True):
         try:
