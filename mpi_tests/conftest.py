@@ -57,6 +57,16 @@ def example_dir(tmp_path_factory) -> Path:
     return example_graph(tmp_path_factory.mktemp("example")).parent
 
 
+@pytest.fixture(scope="session")
+def random_output(example_dir, tmp_path_factory) -> Path:
+    """`mpiexec -n 2 distpart pipeline EXAMPLE OUT --num-parts 4 --no-verify --method random`,
+    once per session for the modules that check an output (test_verify, test_verify_arrays,
+    test_report_plot: xdist_group("random_output"), so one worker makes it). Each copies it."""
+    out = tmp_path_factory.mktemp("random_output") / "out"
+    distpart(2, "pipeline", example_dir, out, "--num-parts", 4, "--no-verify", "--method", "random")
+    return out
+
+
 @pytest.fixture(scope="module")
 def plain(example_dir, tmp_path_factory) -> Dict[str, bytes]:
     """The assignment every job template is compared with (test_templates.py, test_slurm.py):

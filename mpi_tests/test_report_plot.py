@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,11 +17,15 @@ from harness import distpart, mpi_env, run_bounded
 from distpart.check.report import moved_seeds, partition_loads
 from distpart.synthetic import read_whole_graph
 
+# With test_verify, test_verify_arrays, test_report_plot: one worker makes their shared output.
+pytestmark = pytest.mark.xdist_group("random_output")
+
 
 @pytest.fixture(scope="module")
-def output(example_dir, tmp_path_factory):
+def output(random_output, tmp_path_factory) -> Path:
+    """The session's random 2-rank output of the example (conftest.random_output), copied."""
     out = tmp_path_factory.mktemp("plot") / "out"
-    distpart(2, "pipeline", example_dir, out, "--num-parts", 4, "--method", "random", "--no-verify")
+    shutil.copytree(random_output, out)
     return out
 
 

@@ -11,11 +11,15 @@ import pytest
 from harness import distpart
 from distpart.partitions.dglformat import read_graph, read_tensor_dict, write_graph, write_tensor_dict
 
+# With test_verify, test_verify_arrays, test_report_plot: one worker makes their shared output.
+pytestmark = pytest.mark.xdist_group("random_output")
+
 
 @pytest.fixture(scope="module")
-def good_output(example_dir, tmp_path_factory) -> Path:
+def good_output(random_output, tmp_path_factory) -> Path:
+    """The session's random 2-rank output of the example (conftest.random_output), copied."""
     out = tmp_path_factory.mktemp("verify") / "out"
-    distpart(2, "pipeline", example_dir, out, "--num-parts", 4, "--no-verify", "--method", "random")
+    shutil.copytree(random_output, out)
     return out
 
 

@@ -3,7 +3,7 @@
 One test per array or property: each rewrites one file of a correct output as a well-formed
 DGL file (dglformat's write_graph / write_tensor_dict, or plain JSON) whose content is wrong,
 and expects verify to exit 2 naming that file and the problem. The correct output is made
-once for the module; each test corrupts its own copy.
+once for the session (conftest's random_output); each test corrupts its own copy.
 """
 from __future__ import annotations
 
@@ -15,17 +15,21 @@ from typing import Callable, Dict
 import numpy as np
 import pytest
 
-from harness import distpart, mpi_command, mpi_env, run_bounded
+from harness import mpi_command, mpi_env, run_bounded
 from distpart.partitions.dglformat import read_graph, read_tensor_dict, write_graph, write_tensor_dict
 from distpart.partitions.partbook import ranges_from_counts, type_of
+
+# With test_verify, test_verify_arrays, test_report_plot: one worker makes their shared output.
+pytestmark = pytest.mark.xdist_group("random_output")
 
 Arrays = Dict[str, np.ndarray]
 
 
 @pytest.fixture(scope="module")
-def good_output(example_dir, tmp_path_factory) -> Path:
+def good_output(random_output, tmp_path_factory) -> Path:
+    """The session's random 2-rank output of the example (conftest.random_output), copied."""
     out = tmp_path_factory.mktemp("verify_arrays") / "out"
-    distpart(2, "pipeline", example_dir, out, "--num-parts", 4, "--no-verify", "--method", "random")
+    shutil.copytree(random_output, out)
     return out
 
 
