@@ -112,7 +112,8 @@ def test_dispatch_of_a_parmetis_assignment_is_identical_for_any_rank_count(examp
         assert trees[r] == trees[1], f"R={r} differs from R=1"
 
 
-@pytest.mark.parametrize("nranks", [1, 2, 4])
+# The serial and a distributed ParMETIS (2 ranks added nothing: 4 runs the same code path).
+@pytest.mark.parametrize("nranks", [1, 4])
 def test_hubs_first_cuts_less_on_a_power_law_graph(nranks, tmp_path):
     """The default vertex order against the input's, on an RMAT graph (IDs randomly relabelled)."""
     from distpart.synthetic import rmat_graph
