@@ -135,17 +135,25 @@ def pack_groups(group: np.ndarray, w: np.ndarray, cap: np.ndarray) -> np.ndarray
 
 # ---------------------------------------------------------------- label propagation
 
-def _connections(g: LevelGraph, halo: Halo, ext_labels: np.ndarray, rows: np.ndarray, entries: np.ndarray
+def _connections(g: LevelGraph, halo: Halo, ext_labels: np.ndarray, entries: np.ndarray
                  ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(cluster, local row, connection weight) of the adjacency `entries` (rows[i] is entry
-    i's row), one per (cluster, row), sorted by cluster: each cluster's entries are then
-    one run, so candidate clusters need no search."""
+    """(cluster, local row, connection weight) of the adjacency `entries` (ascending), one
+    per (cluster, row), sorted by cluster: each cluster's entries are then one run, so
+    candidate clusters need no search."""
     w = unit_weights(len(entries)) if is_unit(g.adjwgt) else g.adjwgt[entries]
-    return sum_pairs(ext_labels[halo.col[entries]], rows[entries], w, max(g.n - 1, 0), max(g.nlocal - 1, 0))
+    return sum_pairs(ext_labels[halo.col[entries]], entry_rows(g.xadj, entries), w, max(g.n - 1, 0),
+                     max(g.nlocal - 1, 0))
+
+
+def entry_rows(xadj: np.ndarray, entries: np.ndarray) -> np.ndarray:
+    """The row of each adjacency entry, 32-bit where rows fit: found per batch, so a level
+    holds no row-per-entry array."""
+    rows = np.searchsorted(xadj, entries, side="right") - 1
+    return rows.astype(np.int32) if len(xadj) <= 2**31 else rows
 
 
 def _lp_batch(comm: "Intracomm", g: LevelGraph, halo: Halo, labels: np.ndarray, cw: np.ndarray,
-              rows: np.ndarray, entries: np.ndarray, cap: np.ndarray, blocks: Optional[np.ndarray] = None) -> int:
+              entries: np.ndarray, cap: np.ndarray, blocks: Optional[np.ndarray] = None) -> int:
     """One synchronous LP step of the vertices whose adjacency `entries` are given: choose,
     request, admit, apply. Updates `labels` and `cw` (weights and member count of the
     clusters named by this rank's vertices) in place; returns the number of local vertices
@@ -153,7 +161,7 @@ def _lp_batch(comm: "Intracomm", g: LevelGraph, halo: Halo, labels: np.ndarray, 
     (a cluster's block is that of the vertex naming it)."""
     lo, ncon = g.first(comm), g.ncon
     ext = halo.extend(comm, labels)
-    lab, row, w = _connections(g, halo, ext, rows, entries)
+    lab, row, w = _connections(g, halo, ext, entries)
     del ext
     # Only a cluster heavier than the own one can win: look up just those clusters' weights.
     is_own = lab == labels[row]
@@ -203,7 +211,7 @@ def _lp_batch(comm: "Intracomm", g: LevelGraph, halo: Halo, labels: np.ndarray, 
 
 
 def _merge_lonely(comm: "Intracomm", g: LevelGraph, halo: Halo, labels: np.ndarray, cw: np.ndarray,
-                  cap: np.ndarray, rows: np.ndarray, budget: int, key: np.uint64,
+                  cap: np.ndarray, budget: int, key: np.uint64,
                   blocks: Optional[np.ndarray] = None) -> int:
     """Group vertices still alone in their cluster: those that most want the same cluster
     (two-hop neighbours), and isolated vertices within aligned spans of global IDs, in
@@ -221,7 +229,7 @@ def _merge_lonely(comm: "Intracomm", g: LevelGraph, halo: Halo, labels: np.ndarr
     deg = np.diff(g.xadj)
     linked, isolated = np.flatnonzero(lonely & (deg > 0)), np.flatnonzero(lonely & (deg == 0))
     ext = halo.extend(comm, labels)
-    lab, row, w = _connections(g, halo, ext, rows, np.flatnonzero(lonely[rows]))
+    lab, row, w = _connections(g, halo, ext, np.flatnonzero(np.repeat(lonely, np.diff(g.xadj))))
     del ext
     if blocks is not None:
         same = lookup(comm, lab, g.vtxdist, blocks) == blocks[row]
@@ -281,21 +289,19 @@ def cluster(comm: "Intracomm", g: LevelGraph, halo: Halo, max_weight: np.ndarray
     cap = np.asarray(max_weight, dtype=np.int64).reshape(g.ncon)
     # Weight and member count of the cluster named by each local vertex.
     cw = np.column_stack([g.vwgt, np.ones(g.nlocal, dtype=np.int64)])
-    # The row of every adjacency entry, 32-bit where it fits: with the halo's columns this is
-    # what label propagation adds to the graph's own memory.
-    rows = np.repeat(np.arange(g.nlocal, dtype=np.int32 if g.nlocal < 2**31 else np.int64), np.diff(g.xadj))
+    deg = np.diff(g.xadj)
     left = g.n
     for rnd in range(rounds):
         batch = batch_of(gids, round_key(seed, level, rnd), batches).astype(np.int8 if batches < 128 else np.int64)
-        entry_batch = batch[rows]
+        entry_batch = np.repeat(batch, deg)
         moved = 0
         for b in range(batches):
-            moved += _lp_batch(comm, g, halo, labels, cw, rows, np.flatnonzero(entry_batch == b), cap, blocks)
+            moved += _lp_batch(comm, g, halo, labels, cw, np.flatnonzero(entry_batch == b), cap, blocks)
             left, moves = allreduce_sum(comm, np.array([np.count_nonzero(cw[:, -1]), moved]))
             if left <= stop_at:
                 return labels
         del entry_batch
         if moves == 0:
             break
-    _merge_lonely(comm, g, halo, labels, cw, cap, rows, int(left) - stop_at, round_key(seed, level, rounds), blocks)
+    _merge_lonely(comm, g, halo, labels, cw, cap, int(left) - stop_at, round_key(seed, level, rounds), blocks)
     return labels
