@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from conftest import distpart, mpirun
+from harness import distpart, mpirun
 from reference import tree_bytes
 
 _FORCE_INT64 = """
