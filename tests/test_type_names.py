@@ -19,7 +19,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from distpart.chunked.metadata import load_metadata, name_problem, parse_metadata
+from distpart.chunked.metadata import load_metadata, parse_metadata
+from distpart.chunked.names import name_problem
 from distpart.chunked.write import chunk_edge_lists, chunk_ogb, write_graph
 from distpart.errors import InputError
 from distpart.paths import file_in

@@ -14,7 +14,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from ...errors import InputError
-from ..metadata import name_problem
+from ..names import name_problem
 from ..readers.parquet import buffered_reads_safe, parquet_data_columns
 from .files import DEFAULT_BATCH_BYTES, EdgeKey, PathLike
 from .writer import rows_per_batch

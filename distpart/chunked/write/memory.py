@@ -9,7 +9,7 @@ from typing import Any, Dict, Iterator, Mapping, Optional, Tuple
 
 import numpy as np
 
-from ..metadata import name_problem
+from ..names import name_problem
 from .files import DEFAULT_BATCH_BYTES, EdgeKey, HOMOGENEOUS_NTYPE, PathLike
 from .writer import (ChunkedGraphWriter, bytes_per_row, check_edge_type, check_feature_dtype, check_file_names,
                      rows_per_batch)

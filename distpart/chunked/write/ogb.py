@@ -10,7 +10,7 @@ from typing import Callable, Dict, Iterator, List, Mapping, Optional, Tuple
 import numpy as np
 
 from ...errors import InputError
-from ..metadata import name_problem
+from ..names import name_problem
 from .files import DEFAULT_BATCH_BYTES, PathLike
 from .writer import check_feature_dtype, rows_per_batch
 from .sources import EdgeSource, NpyFile, as_int64, check_negative, count_nodes, open_npy, note_printer, write_sources

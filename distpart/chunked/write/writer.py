@@ -14,7 +14,8 @@ from typing import Any, Container, Dict, Iterable, List, Mapping, Sequence, Tupl
 import numpy as np
 
 from ...errors import InputError
-from ..metadata import EDGE_FORMATS, NAME_MAX, name_problem
+from ..metadata import EDGE_FORMATS
+from ..names import NAME_MAX, name_problem
 from .files import EXTENSIONS, MARKER, PathLike, NpyChunk, RelationSink, RowSplitter, WRITTEN, open_edge_chunk, chunk_sizes, file_stem
 
 
