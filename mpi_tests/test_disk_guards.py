@@ -55,3 +55,6 @@ def test_memory_limit_refuses_before_any_work(example_dir, tmp_path):
     run = distpart(2, "pipeline", example_dir, tmp_path / "out", "--num-parts", 2, "--max-memory-gb", "0.05",
                    ok=False)
     assert run.returncode == 2 and "per rank but --max-memory-gb is 0.05" in run.stderr
+    # The stage with the largest estimate is named, and every stage's estimate listed.
+    assert "dispatch needs about" in run.stderr and "(estimates per rank: assign " in run.stderr, run.stderr
+    assert ", verify " in run.stderr
