@@ -116,3 +116,38 @@ def test_fit_gives_the_bytes_per_edge_a_results_file_implies(tmp_path, capsys):
     run["stages"][1]["max_peak_mb"] = 2000
     path.write_text(json.dumps(run))
     assert set(B.fit([path])) == {"assign/multilevel"}
+
+
+def test_sizing_tables_group_dispatch_and_fill_the_200m_placeholder(tmp_path):
+    import scale_tables as T
+    run = {"method": "multilevel", "ranks": 2, "edges": 2**20, "nodes": 2**16, "mpiexec_wall_s": 10.0,
+           "command": "python benchmarks/bench_scale.py --edges 200m --ranks 2",
+           "cut": {"edge_cut_fraction": 0.25},
+           "stages": [{"stage": "validate", "wall_s": 1.0, "peak_rss_mb": [100, 100]},
+                      {"stage": "assign", "wall_s": 2.0, "peak_rss_mb": [300, 320], "estimate_mb": 400,
+                       "measured_over_estimate": 0.8},
+                      {"stage": "nodes", "wall_s": 1.5, "peak_rss_mb": [310, 330]},
+                      {"stage": "edges", "wall_s": 2.5, "peak_rss_mb": [350, 320]}]}
+    g = T.grouped(run)
+    assert list(g) == ["assign", "dispatch"]
+    assert g["dispatch"]["wall_s"] == 4.0 and g["dispatch"]["peak_rss_mb"] == [350, 330]
+    assert g["dispatch"]["bytes_per_edge"] == 680    # (350 + 330) MiB over 2**20 edges
+    assert "Not measured yet" in T.perf_200m(tmp_path)
+    (tmp_path / T.RUN_200M).write_text(json.dumps(run))
+    text = T.perf_200m(tmp_path)
+    assert "| dispatch | 4.0 | 350/330 | 680 |" in text and "cut 25.00% of edges" in text
+
+
+def test_machines_needed_follows_the_guards_model():
+    import scale_tables as T
+    from distpart.chunked.estimate import stage_peak
+    n = 10**9
+    need = T.machines_needed(n, 64)
+    # `need` machines hold every stage within 90% of their memory, one fewer would not.
+    nodes = n // 16
+    stages = [STAGE_MODELS[k] for k in ("assign/multilevel", "dispatch", "verify")]
+    assert all(stage_peak(m, nodes, n, 0, need) <= 0.9 * 64 * 2**30 for m in stages)
+    assert any(stage_peak(m, nodes, n, 0, need - 1) > 0.9 * 64 * 2**30 for m in stages)
+    assert T.machines_needed(1000, 24) == 1
+    # KaMinPar holds the whole graph in one process: past one machine's memory no count helps.
+    assert T.machines_needed(10**11, 24, method="kaminpar") is None
