@@ -98,17 +98,36 @@ def perf_weak(results: Path) -> str:
             "so the walls are reported, not judged.")
 
 
+def extrapolated(results: Path, edges: int = 200_000_000) -> str:
+    """ParMETIS's Step 1 at `edges`, from its summed peak per edge on RMAT 2M/20M (assign_rmat_2m.json)."""
+    path = results / "assign_rmat_2m.json"
+    if not path.exists():
+        return ""
+    data = json.loads(path.read_text())
+    graph = data["graphs"]["rmat-2m"]
+    measured = sum(graph["num_edges"].values())
+    row = next((r for r in data["rows"] if r["graph"] == "rmat-2m" and r["method"] == "parmetis"
+                and r.get("constraints") == "C0" and r["ranks"] == 2 and r.get("peak_rss_mb")), None)
+    if row is None:
+        return ""
+    per_edge = sum(float(x) for x in str(row["peak_rss_mb"]).split("/")) * 2**20 / measured
+    return (f" ParMETIS's Step 1 ({per_edge:.0f} B/edge summed over 2 ranks on RMAT 2M/20M, "
+            f"`assign_rmat_2m.json`) would need about {per_edge * edges / 2**30:.0f} GiB summed for "
+            f"{edges / 1e6:g}M edges, so it cannot run on this machine.")
+
+
 def perf_200m(results: Path) -> str:
-    """The 200M-edge run, or what to run to fill this in."""
+    """The 200M-edge run, or what to run to fill this in, and ParMETIS extrapolated."""
     path = results / RUN_200M
     if not path.exists():
         return (f"Not measured yet: `{COMMAND_200M}` writes {RUN_200M} in the results folder, then "
-                "`python benchmarks/docs_numbers.py` fills this in.")
+                "`python benchmarks/docs_numbers.py` fills this in." + extrapolated(results))
     run = json.loads(path.read_text())
     cut = run.get("cut") or {}
     cut_text = f"; cut {100 * cut['edge_cut_fraction']:.2f}% of edges" if cut else ""
     return (_table(HEAD, _stage_rows(run, RUN_200M))
-            + f"\n\n`{run['command']}`: mpiexec wall {run['mpiexec_wall_s']:,.0f} s{cut_text}.")
+            + f"\n\n`{run['command']}`: mpiexec wall {run['mpiexec_wall_s']:,.0f} s{cut_text}."
+            + extrapolated(results, run["edges"]))
 
 
 def machines_needed(edges: int, memory_gb: float, method: str = "multilevel", edges_per_node: int = 16,
