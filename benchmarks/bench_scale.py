@@ -193,7 +193,15 @@ def command_line(args: argparse.Namespace, edges: int, ranks: int) -> str:
 
 def weak(args: argparse.Namespace) -> dict:
     """R = 1, 2, 4 with args.edges_per_rank edges per rank: the largest rank's peak per stage."""
-    runs = [measure(args, args.edges_per_rank * r, r, f"weak-{r}") for r in args.weak_ranks]
+    return weak_result([measure(args, args.edges_per_rank * r, r, f"weak-{r}") for r in args.weak_ranks])
+
+
+def weak_result(runs: Sequence[dict]) -> dict:
+    """The weak-scaling table of single runs (`measure`'s results, as many edges per rank each)."""
+    per_rank = {run["edges"] // run["ranks"] for run in runs}
+    if len(per_rank) != 1:
+        raise SystemExit(f"weak scaling needs the same edges per rank in every run, got {sorted(per_rank)}")
+    edges_per_rank = per_rank.pop()
     stages = list(dict.fromkeys(s["stage"] for run in runs for s in run["stages"]))
     table = []
     for name in stages:
@@ -205,11 +213,12 @@ def weak(args: argparse.Namespace) -> dict:
         peaks = [row[f"R={r['ranks']} max_peak_mb"] for r in runs if row[f"R={r['ranks']} max_peak_mb"]]
         row["spread"] = round(max(peaks) / min(peaks) - 1, 3) if peaks else None
         table.append(row)
-    print(f"weak scaling, {args.edges_per_rank} edges per rank (largest rank's peak so far, MiB; "
+    print(f"weak scaling, {edges_per_rank} edges per rank (largest rank's peak so far, MiB; "
           f"spread = max/min - 1 over R):")
     print_table(table)
-    return {"edges_per_rank": args.edges_per_rank, "ranks": list(args.weak_ranks), "table": table, "runs": runs,
-            "command": f"python benchmarks/bench_scale.py --weak --edges-per-rank {size_name(args.edges_per_rank)}"}
+    return {"edges_per_rank": edges_per_rank, "ranks": [run["ranks"] for run in runs], "table": table,
+            "runs": list(runs),
+            "command": f"python benchmarks/bench_scale.py --weak --edges-per-rank {size_name(edges_per_rank)}"}
 
 
 def model_key(stage: str, method: str) -> Optional[str]:
@@ -272,6 +281,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--keep-output", action="store_true", help="keep the partitions under --work-dir")
     ap.add_argument("--fit", type=Path, nargs="+", metavar="RESULTS_JSON",
                     help="print the guard's per-stage constants these results imply, and stop")
+    ap.add_argument("--weak-from", type=Path, nargs="+", metavar="RUN_JSON",
+                    help="build the weak-scaling result from single runs' results files instead of running")
     ap.add_argument("--json", type=Path, help="default: results/scale_<edges>[_r<R>|_weak_<E>].json")
     args = ap.parse_args(argv)
     if args.fit:
@@ -280,9 +291,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.generate_only:
         generate(args.work_dir, args.edges, args.nodes or default_nodes(args.edges), args.seed)
         return 0
-    if args.weak:
-        result = weak(args)
-        name = f"scale_weak_{size_name(args.edges_per_rank)}"
+    if args.weak or args.weak_from:
+        result = weak_result([json.loads(p.read_text()) for p in args.weak_from]) if args.weak_from else weak(args)
+        name = f"scale_weak_{size_name(result['edges_per_rank'])}"
     else:
         result = measure(args, args.edges, args.ranks, f"{size_name(args.edges)}-r{args.ranks}")
         name = f"scale_{size_name(args.edges)}" + (f"_r{args.ranks}" if args.ranks != 2 else "")

@@ -24,19 +24,24 @@ def _table(head: List[str], rows: List[List[str]]) -> str:
 
 def grouped(run: dict) -> Dict[str, dict]:
     """Step 1, dispatch (its sub-stages together: wall summed, the largest peak) and verify of
-    one run: wall s, peak MiB per rank, B/edge, estimate MiB and measured/estimate."""
+    one run: wall s, peak MiB per rank, B/edge, and the guard's estimate of the largest rank
+    with the current constants (in one process: the largest of the stages so far) and
+    measured/estimate."""
     out: Dict[str, dict] = {}
     for row in run["stages"]:
         name = "dispatch" if row["stage"] in DISPATCH_STAGES else row["stage"]
-        if name not in GROUPS:
-            continue
+        if name not in GROUPS or (run.get("stages_apart") and row.get("job", name) != name):
+            continue  # with stages apart, each job's reading of the assignment is not its stage
         g = out.setdefault(name, {"wall_s": 0.0, "peak_rss_mb": [0.0] * len(row["peak_rss_mb"])})
         g["wall_s"] += row["wall_s"]
         g["peak_rss_mb"] = [max(a, b) for a, b in zip(g["peak_rss_mb"], row["peak_rss_mb"])]
-        for key in ("estimate_mb", "measured_over_estimate"):
-            if key in row:
-                g[key] = row[key] if key == "estimate_mb" else max(g.get(key, 0), row[key])
-    for g in out.values():
+    so_far = 0
+    for name, g in out.items():
+        model = STAGE_MODELS[f"assign/{run['method']}" if name == "assign" else name]
+        est = stage_peak(model, run["nodes"], run["edges"], run.get("feature_bytes", 0), run["ranks"])
+        so_far = est if run.get("stages_apart") else max(so_far, est)
+        g["estimate_mb"] = so_far / 2**20
+        g["measured_over_estimate"] = max(g["peak_rss_mb"]) / g["estimate_mb"]
         g["bytes_per_edge"] = sum(g["peak_rss_mb"]) * 2**20 / run["edges"]
     return out
 
@@ -52,8 +57,7 @@ def _label(run: dict) -> str:
 def _stage_rows(run: dict, name: str) -> List[List[str]]:
     rows = []
     for stage, g in grouped(run).items():
-        est = f"{g['estimate_mb']:,.0f}" if "estimate_mb" in g else ""
-        ratio = f"{g['measured_over_estimate']:.2f}" if "measured_over_estimate" in g else ""
+        est, ratio = f"{g['estimate_mb']:,.0f}", f"{g['measured_over_estimate']:.2f}"
         rows.append([_label(run), run["method"], str(run["ranks"]), stage + (" (own)" if run.get("stages_apart") else ""),
                      f"{g['wall_s']:.1f}", "/".join(f"{v:.0f}" for v in g["peak_rss_mb"]),
                      f"{g['bytes_per_edge']:.0f}", est, ratio, f"`{name}`"])
@@ -72,8 +76,9 @@ def perf_sizing(results: Path) -> str:
         return "No run of `benchmarks/bench_scale.py` is in `benchmarks/results/` yet (commands above)."
     return (_table(HEAD, rows) + "\n\nPeaks are high-water marks: in one `pipeline` process a stage's peak is the "
             "largest so far (marked \"own\" where the stages ran as separate jobs, `--stages-apart`). B/edge: the "
-            "summed peak over ranks per input edge; the estimate is the guard's for the largest rank, of the stages "
-            "so far. Measured on a loaded 2-core machine.")
+            "summed peak over ranks per input edge; the estimate is the guard's for the largest rank with the current "
+            "constants (`distpart/chunked/estimate.py`), in one process the largest of the stages so far. Measured on "
+            "a loaded 2-core machine with the code before the memory reductions of issue 31.")
 
 
 def perf_weak(results: Path) -> str:

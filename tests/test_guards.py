@@ -28,8 +28,9 @@ def test_output_estimate_is_close_to_a_real_output(example, tmp_path):
 
 
 def test_memory_estimate_scales_as_one_over_ranks(example):
+    from distpart.chunked.estimate import BASE_BYTES
     one, four = estimate_peak_rss(example, 1), estimate_peak_rss(example, 4)
-    assert one > four > 150 << 20
+    assert one > four > BASE_BYTES
     with pytest.raises(InputError, match=r"dispatch needs about .* per rank but --max-memory-gb is 0.01"):
         check_memory(one, 0.01)
     check_memory(one, 64)
