@@ -175,6 +175,8 @@ def measure(args: argparse.Namespace, edges: int, ranks: int, label: str) -> dic
     print_table([{**r, "peak_rss_mb": " ".join(f"{v:.0f}" for v in r["peak_rss_mb"])} for r in rows])
     if not args.keep_output:
         shutil.rmtree(out, ignore_errors=True)
+    # Each run kept on its own too: a series cut short keeps its runs (--weak-from rebuilds it).
+    write_json(args.work_dir / f"result-{label}.json", result)
     return result
 
 
