@@ -69,9 +69,9 @@ HEAD = ["input", "method", "ranks", "stage", "wall s", "peak MiB per rank", "B/e
 
 
 def perf_sizing(results: Path) -> str:
-    """Per stage of every `scale_<size>*.json` run (not the weak series, not the 200M run)."""
-    rows = [r for f, run in _runs(results, "scale_*.json")
-            if not f.name.startswith("scale_weak") and f.name != RUN_200M for r in _stage_rows(run, f.name)]
+    """Per stage of every `scale_*.json` run, the weak series' included (not the 200M run)."""
+    rows = [r for f, data in _runs(results, "scale_*.json") if f.name != RUN_200M
+            for run in data.get("runs", [data]) for r in _stage_rows(run, f.name)]
     if not rows:
         return "No run of `benchmarks/bench_scale.py` is in `benchmarks/results/` yet (commands above)."
     return (_table(HEAD, rows) + "\n\nPeaks are high-water marks: in one `pipeline` process a stage's peak is the "
