@@ -136,7 +136,7 @@ def stage_rows(stats: dict, in_dir: Path, ranks: int, parts: int, method: str) -
     estimate of the largest rank's peak so far in its job, and measured/estimate."""
     meta = load_metadata(in_dir)
     edges = sum(meta.edge_counts)
-    est = estimate_stage_peaks(meta, ranks, parts, method)
+    est = estimate_stage_peaks(meta, ranks, method)
     rows, job, est_so_far = [], None, 0
     for row in stats["stages"]:
         if row.get("job") != job:  # a new process: its high-water mark starts again

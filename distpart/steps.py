@@ -66,7 +66,7 @@ def check_resources(comm: "Intracomm", meta: GraphMeta, num_parts: int, out_dir:
     (estimates from the metadata)."""
     with agreed(comm):
         need = estimate_output_bytes(meta, num_parts, graph_formats)
-        peaks = estimate_stage_peaks(meta, comm.Get_size(), num_parts, method, verify)
+        peaks = estimate_stage_peaks(meta, comm.Get_size(), method, verify)
         if comm.Get_rank() == 0:
             per_stage = ", ".join(f"{s} about {gib(e)}" for s, e in peaks.items())
             progress.say(f"estimates: output about {gib(need)}; per rank {per_stage}")

@@ -60,15 +60,15 @@ def test_freed_memory_goes_back_to_the_os(monkeypatch):
 
 def test_stage_estimates_cover_every_stage_and_scale_with_ranks(example):
     from distpart.chunked.estimate import BASE_BYTES, STAGE_MODELS, estimate_stage_peaks
-    one = estimate_stage_peaks(example, 1, 4, "multilevel")
+    one = estimate_stage_peaks(example, 1, "multilevel")
     assert list(one) == ["assign", "dispatch", "verify"]
-    assert list(estimate_stage_peaks(example, 1, 4, None, verify=False)) == ["dispatch"]
-    four = estimate_stage_peaks(example, 4, 4, "multilevel")
+    assert list(estimate_stage_peaks(example, 1, None, verify=False)) == ["dispatch"]
+    four = estimate_stage_peaks(example, 4, "multilevel")
     for stage in one:  # everything above the fixed part is divided among the ranks
         assert one[stage] - BASE_BYTES == pytest.approx(4 * (four[stage] - BASE_BYTES), abs=4)
     # KaMinPar holds the whole graph in rank 0's process: more ranks do not lower Step 1.
     assert STAGE_MODELS["assign/kaminpar"].whole_graph
-    assert estimate_stage_peaks(example, 4, 4, "kaminpar")["assign"] == estimate_stage_peaks(example, 1, 4, "kaminpar")["assign"]
+    assert estimate_stage_peaks(example, 4, "kaminpar")["assign"] == estimate_stage_peaks(example, 1, "kaminpar")["assign"]
     # The guard's dispatch figure is the one the older single-stage estimate gave.
     assert one["dispatch"] == estimate_peak_rss(example, 1)
 

@@ -78,7 +78,7 @@ def stage_peak(model: StageModel, nodes: int, edges: int, feats: int, nranks: in
     return int(total / (1 if model.whole_graph else max(1, nranks))) + BASE_BYTES
 
 
-def estimate_stage_peaks(meta: GraphMeta, nranks: int, num_parts: int, method: Optional[str] = "multilevel",
+def estimate_stage_peaks(meta: GraphMeta, nranks: int, method: Optional[str] = "multilevel",
                          verify: bool = True) -> Dict[str, int]:
     """Expected peak resident memory of one rank in each stage a run will enter, by stage:
     "assign" (Step 1 with `method`; None: the assignment is read), "dispatch", "verify"."""
