@@ -121,12 +121,22 @@ def extrapolated(results: Path, edges: int = 200_000_000) -> str:
             f"{edges / 1e6:g}M edges, so it cannot run on this machine.")
 
 
+def predicted_200m(edges: int = 200_000_000, ranks: int = 2) -> str:
+    """The guard's estimate per rank of every stage of the 200M run (bench_scale's input)."""
+    nodes = edges // 16
+    feats = nodes * 16 * 4 + edges * 4   # the 16-float node feature and the float32 edge feature
+    est = {name: stage_peak(STAGE_MODELS[key], nodes, edges, feats, ranks) for name, key in
+           (("assign", "assign/multilevel"), ("dispatch", "dispatch"), ("verify", "verify"))}
+    return ("With the current constants the guard estimates, per rank of 2: "
+            + ", ".join(f"{name} {e / 2**30:.1f} GiB" for name, e in est.items()) + ".")
+
+
 def perf_200m(results: Path) -> str:
     """The 200M-edge run, or what to run to fill this in, and ParMETIS extrapolated."""
     path = results / RUN_200M
     if not path.exists():
         return (f"Not measured yet: `{COMMAND_200M}` writes {RUN_200M} in the results folder, then "
-                "`python benchmarks/docs_numbers.py` fills this in." + extrapolated(results))
+                "`python benchmarks/docs_numbers.py` fills this in. " + predicted_200m() + extrapolated(results))
     run = json.loads(path.read_text())
     cut = run.get("cut") or {}
     cut_text = f"; cut {100 * cut['edge_cut_fraction']:.2f}% of edges" if cut else ""
