@@ -12,7 +12,8 @@ what the results files give, so a rerun of a benchmark cannot leave the docs sta
     python benchmarks/docs_numbers.py --check    # list what is out of date, exit 1 if anything
 
 Snippets (SNIPPETS): `step1-summary` and `step1-training` (docs/03-step1.md), `perf-step1`,
-`perf-step2` and `perf-pipeline` (docs/07-performance.md).
+`perf-step2`, `perf-pipeline` and the sizing snippets of `scale_tables` (`perf-sizing`,
+`perf-weak`, `perf-200m`, `perf-machines`) (docs/07-performance.md).
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import assign_tables  # noqa: E402  (benchmarks/ is not a package)
+import scale_tables  # noqa: E402
 import training_tables  # noqa: E402
 
 ROOT = HERE.parent
@@ -200,6 +202,8 @@ def perf_pipeline(results: Path) -> str:
 SNIPPETS: Dict[str, Callable[[Path], str]] = {
     "step1-summary": step1_summary, "step1-training": step1_training, "step1-moved": step1_moved,
     "perf-step1": perf_step1, "perf-step2": perf_step2, "perf-pipeline": perf_pipeline,
+    "perf-sizing": scale_tables.perf_sizing, "perf-weak": scale_tables.perf_weak,
+    "perf-200m": scale_tables.perf_200m, "perf-machines": scale_tables.perf_machines,
 }
 
 # Generated files beside the results: path -> its text.

@@ -170,7 +170,7 @@ def overwrite_option(sp: argparse.ArgumentParser) -> None:
 
 def guard_options(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--max-memory-gb", type=float,
-                    help="refuse to start when dispatch's estimated peak memory per rank exceeds this")
+                    help="refuse to start when a stage's estimated peak memory per rank exceeds this (Step 1, dispatch, verify)")
     sp.add_argument("--no-space-check", action="store_true",
                     help="skip the check that the output file system has room for the estimated output")
 

@@ -18,7 +18,7 @@ from .assign.objective import DEFAULT_BATCH_SIZE, DEFAULT_FANOUTS, Objective
 from .assign.options import default_balance
 from .check.report import report
 from .check.verify import verify
-from .chunked.estimate import estimate_output_bytes, estimate_peak_rss
+from .chunked.estimate import estimate_output_bytes, estimate_stage_peaks
 from .chunked.metadata import GraphMeta
 from .chunked.validate import validate
 from .dispatch.dispatch import dispatch
@@ -27,7 +27,7 @@ from .errors import InputError
 from .mpi.collective import agreed
 from .partitions.graphbolt import GraphboltOptions
 from .partitions.manifest import input_fingerprint
-from .run.guards import check_memory, check_space, gib
+from .run.guards import check_space, check_stage_memory, gib
 from .run.outdir import ASSIGNMENT, PARTITIONS, OutputFolder, claim, plan_removals
 from .run.progress import Progress
 from .run.resume import RECORD, RunKey, check_record, remove_record, write_record
@@ -60,18 +60,20 @@ def validate_input(comm: "Intracomm", in_dir: Path, log: StageLog, full: bool = 
 
 def check_resources(comm: "Intracomm", meta: GraphMeta, num_parts: int, out_dir: Path,
                     graph_formats: Sequence[str], space_check: bool, max_memory_gb: Optional[float],
-                    progress: Progress) -> None:
-    """Refuse before any work when the output cannot fit or dispatch would exceed
-    `max_memory_gb` (estimates from the metadata)."""
+                    progress: Progress, method: Optional[str] = None, verify: bool = False) -> None:
+    """Refuse before any work when the output cannot fit or a stage (Step 1 with `method`
+    unless None, dispatch, verify with `verify`) would exceed `max_memory_gb` per rank
+    (estimates from the metadata)."""
     with agreed(comm):
         need = estimate_output_bytes(meta, num_parts, graph_formats)
-        rss = estimate_peak_rss(meta, comm.Get_size())
+        peaks = estimate_stage_peaks(meta, comm.Get_size(), method, verify)
         if comm.Get_rank() == 0:
-            progress.say(f"estimates: output about {gib(need)}, dispatch about {gib(rss)} per rank")
+            per_stage = ", ".join(f"{s} about {gib(e)}" for s, e in peaks.items())
+            progress.say(f"estimates: output about {gib(need)}; per rank {per_stage}")
             if space_check:
                 check_space(out_dir, need)
         if max_memory_gb is not None:
-            check_memory(rss, max_memory_gb)
+            check_stage_memory(peaks, max_memory_gb, whole_graph=["assign"] if method == "kaminpar" else [])
 
 
 def pipeline_folders(out_dir: Path, assign_dir: Optional[Path], ntypes: Sequence[str]) -> List[OutputFolder]:

@@ -5,6 +5,7 @@ Uses a small tmpfs the test mounts itself (root only) and always unmounts."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 
 import pytest
@@ -55,3 +56,7 @@ def test_memory_limit_refuses_before_any_work(example_dir, tmp_path):
     run = distpart(2, "pipeline", example_dir, tmp_path / "out", "--num-parts", 2, "--max-memory-gb", "0.05",
                    ok=False)
     assert run.returncode == 2 and "per rank but --max-memory-gb is 0.05" in run.stderr
+    # The stage with the largest estimate is named, and every stage's estimate listed.
+    assert re.search(r"error: (assign|dispatch|verify) needs about [\d.]+ MiB per rank", run.stderr), run.stderr
+    assert re.search(r"\(estimates per rank: assign [\d.]+ MiB, dispatch [\d.]+ MiB, verify [\d.]+ MiB\)",
+                     run.stderr), run.stderr

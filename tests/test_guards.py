@@ -28,8 +28,9 @@ def test_output_estimate_is_close_to_a_real_output(example, tmp_path):
 
 
 def test_memory_estimate_scales_as_one_over_ranks(example):
+    from distpart.chunked.estimate import BASE_BYTES
     one, four = estimate_peak_rss(example, 1), estimate_peak_rss(example, 4)
-    assert one > four > 150 << 20
+    assert one > four > BASE_BYTES
     with pytest.raises(InputError, match=r"dispatch needs about .* per rank but --max-memory-gb is 0.01"):
         check_memory(one, 0.01)
     check_memory(one, 64)
@@ -55,3 +56,34 @@ def test_freed_memory_goes_back_to_the_os(monkeypatch):
     assert return_freed_memory_to_the_os() is True  # glibc (Debian, the CI machine)
     monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", "65536")
     assert return_freed_memory_to_the_os() is False  # the user's setting wins
+
+
+def test_stage_estimates_cover_every_stage_and_scale_with_ranks(example):
+    from distpart.chunked.estimate import BASE_BYTES, STAGE_MODELS, estimate_stage_peaks
+    one = estimate_stage_peaks(example, 1, "multilevel")
+    assert list(one) == ["assign", "dispatch", "verify"]
+    assert list(estimate_stage_peaks(example, 1, None, verify=False)) == ["dispatch"]
+    four = estimate_stage_peaks(example, 4, "multilevel")
+    for stage in one:  # everything above the fixed part is divided among the ranks
+        assert one[stage] - BASE_BYTES == pytest.approx(4 * (four[stage] - BASE_BYTES), abs=4)
+    # KaMinPar holds the whole graph in rank 0's process: more ranks do not lower Step 1.
+    assert STAGE_MODELS["assign/kaminpar"].whole_graph
+    assert estimate_stage_peaks(example, 4, "kaminpar")["assign"] == estimate_stage_peaks(example, 1, "kaminpar")["assign"]
+    # The guard's dispatch figure is the one the older single-stage estimate gave.
+    assert one["dispatch"] == estimate_peak_rss(example, 1)
+
+
+def test_a_run_that_would_not_fit_is_refused_naming_the_stage_and_its_estimate():
+    from distpart.run.guards import check_stage_memory
+    gb = 2**30
+    estimates = {"assign": 3 * gb, "dispatch": 2 * gb, "verify": 1 * gb}
+    check_stage_memory(estimates, 3.5)  # every stage fits: no error
+    with pytest.raises(InputError) as e:
+        check_stage_memory(estimates, 1.5)
+    # The largest stage over the limit is named with its estimate, and every stage is listed.
+    assert str(e.value).startswith("assign needs about 3 GiB per rank but --max-memory-gb is 1.5; use more ranks")
+    assert "(estimates per rank: assign 3 GiB, dispatch 2 GiB, verify 1 GiB)" in str(e.value)
+    with pytest.raises(InputError, match=r"^verify needs about 4 GiB .* is 3\.5"):
+        check_stage_memory({"assign": 3 * gb, "dispatch": 2 * gb, "verify": 4 * gb}, 3.5)
+    with pytest.raises(InputError, match=r"assign needs about 3 GiB .*--method multilevel"):
+        check_stage_memory(estimates, 2.5, whole_graph=["assign"])

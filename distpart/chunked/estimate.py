@@ -1,11 +1,12 @@
 """What a partitioning of this input will need, from its metadata alone: the size of the
-output and the peak memory of one dispatch rank (nothing is read but file headers).
+output and the peak memory of one rank in each stage (nothing is read but file headers).
 
 `run.guards` compares these with the free disk space and `--max-memory-gb` before any work.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from dataclasses import dataclass
+from typing import Dict, Optional, Sequence
 
 from .metadata import GraphMeta
 from .readers import FeatureSource
@@ -17,10 +18,38 @@ _EDGE_BYTES = 8 + 4 + 1 + 8              # _ID, _TYPE, inner_edge, orig_eids
 _FORMAT_EDGE_BYTES, _INDPTR_BYTES = 16, 8
 _NODE_BYTES = 8 + 4 + 1 + 8              # _ID, _TYPE, inner_node, orig_nids
 _HALO_BYTES = 8 + 4 + 1
-# Dispatch's peak per rank, measured (1M nodes / 10M edges, 2 ranks: 578 MB): about 115 B
-# per edge and 40 B per node held by the rank, plus twice its share of feature rows
-# (received rows and the output buffer), plus the interpreter and libraries.
-_RSS_PER_EDGE, _RSS_PER_NODE, _RSS_BASE = 120, 40, 150 << 20
+# Peak resident bytes of one rank per stage: BASE_BYTES (interpreter, numpy, mpi4py) plus
+# (per_edge * edges + per_node * nodes + features * feature bytes) / ranks. Step 1 is keyed
+# "assign/<method>"; kaminpar holds the whole graph in one process (not divided by ranks).
+# Refit with `python benchmarks/bench_scale.py --fit benchmarks/results/scale_*.json`.
+BASE_BYTES = 110 << 20   # every run's validate stage: 103-104 MiB (results/scale_*.json)
+
+
+@dataclass(frozen=True)
+class StageModel:
+    """Bytes per input edge, per node and per feature byte that one stage holds, summed over ranks."""
+
+    per_edge: float
+    per_node: float = 0.0
+    features: float = 0.0
+    whole_graph: bool = False   # held by one process, whatever the number of ranks
+
+
+STAGE_MODELS: Dict[str, StageModel] = {
+    # Twice the feature bytes: the received feature rows and the output buffer. Own peaks of the
+    # largest rank, 2 ranks (it holds the larger partition): benchmarks/results/scale_5m_apart.json.
+    "dispatch": StageModel(95, 40, 2.0),
+    "verify": StageModel(108, 40, 2.0),
+    # benchmarks/results/scale_weak_5m.json (its largest rank of 4; ranks grow unequal) and scale_20m.json.
+    "assign/multilevel": StageModel(149, 40),
+    # benchmarks/results/assign_rmat_2m.json (RMAT 2M/20M, 2 ranks: 2823/3064 MB).
+    "assign/parmetis": StageModel(306, 40),
+    # Not measured by bench_scale: KaMinPar's own check (assign/kaminpar.py) sizes its process.
+    "assign/kaminpar": StageModel(100, 40, whole_graph=True),
+    "assign/random": StageModel(0, 16),
+}
+# The stages dispatch logs (each under its own name) share dispatch's model.
+DISPATCH_STAGES = ("read_assign", "relabel", "nodes", "node_feats", "edges", "edge_feats", "write")
 
 
 def feature_bytes(meta: GraphMeta) -> int:
@@ -43,8 +72,28 @@ def estimate_output_bytes(meta: GraphMeta, num_parts: int, graph_formats: Sequen
     return sparse + edges * _EDGE_BYTES + nodes * _NODE_BYTES + halo * _HALO_BYTES + feature_bytes(meta)
 
 
+def stage_peak(model: StageModel, nodes: int, edges: int, feats: int, nranks: int) -> int:
+    """One rank's peak under `model` for a graph of these sizes (feats: feature bytes)."""
+    total = model.per_edge * edges + model.per_node * nodes + model.features * feats
+    return int(total / (1 if model.whole_graph else max(1, nranks))) + BASE_BYTES
+
+
+def estimate_stage_peaks(meta: GraphMeta, nranks: int, method: Optional[str] = "multilevel",
+                         verify: bool = True) -> Dict[str, int]:
+    """Expected peak resident memory of one rank in each stage a run will enter, by stage:
+    "assign" (Step 1 with `method`; None: the assignment is read), "dispatch", "verify"."""
+    nodes, edges, feats = sum(meta.node_counts), sum(meta.edge_counts), feature_bytes(meta)
+    out = {}
+    if method is not None:
+        model = STAGE_MODELS.get(f"assign/{method}", STAGE_MODELS["assign/multilevel"])
+        out["assign"] = stage_peak(model, nodes, edges, feats, nranks)
+    out["dispatch"] = stage_peak(STAGE_MODELS["dispatch"], nodes, edges, feats, nranks)
+    if verify:
+        out["verify"] = stage_peak(STAGE_MODELS["verify"], nodes, edges, feats, nranks)
+    return out
+
+
 def estimate_peak_rss(meta: GraphMeta, nranks: int) -> int:
     """Expected peak resident memory of one rank during dispatch."""
-    nodes, edges = sum(meta.node_counts), sum(meta.edge_counts)
-    per_rank = (edges * _RSS_PER_EDGE + nodes * _RSS_PER_NODE + 2 * feature_bytes(meta)) / nranks
-    return int(per_rank) + _RSS_BASE
+    nodes, edges, feats = sum(meta.node_counts), sum(meta.edge_counts), feature_bytes(meta)
+    return stage_peak(STAGE_MODELS["dispatch"], nodes, edges, feats, nranks)

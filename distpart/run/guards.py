@@ -14,7 +14,7 @@ import os
 import shutil
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Mapping, Sequence
 
 from ..errors import InputError, OutputError
 
@@ -38,10 +38,26 @@ def check_space(out_dir: Path, need: int) -> None:
                                   f"(--no-space-check skips this estimate)")
 
 
-def check_memory(estimate: int, limit_gb: float) -> None:
+def check_memory(estimate: int, limit_gb: float, stage: str = "dispatch",
+                 advice: str = "use more ranks (memory per rank falls as 1/R)") -> None:
+    """Refuse when `stage`'s estimated peak per rank exceeds --max-memory-gb."""
     if estimate > limit_gb * 2**30:
-        raise InputError(None, f"dispatch needs about {gib(estimate)} per rank but --max-memory-gb is "
-                               f"{limit_gb:g}; use more ranks (memory per rank falls as 1/R)")
+        raise InputError(None, f"{stage} needs about {gib(estimate)} per rank but --max-memory-gb is "
+                               f"{limit_gb:g}; {advice}")
+
+
+def check_stage_memory(estimates: Mapping[str, int], limit_gb: float, whole_graph: Sequence[str] = ()) -> None:
+    """Refuse, naming the stage with the largest estimate, when any stage's estimated peak
+    per rank exceeds --max-memory-gb; the message lists every stage's estimate. Stages in
+    `whole_graph` hold the whole graph in one process: more ranks do not help them."""
+    over = {s: e for s, e in estimates.items() if e > limit_gb * 2**30}
+    if not over:
+        return
+    stage = max(over, key=over.__getitem__)
+    listed = ", ".join(f"{s} {gib(e)}" for s, e in estimates.items())
+    advice = ("use a method that spreads the graph over the ranks (--method multilevel)" if stage in whole_graph
+              else "use more ranks (memory per rank falls as 1/R)")
+    check_memory(over[stage], limit_gb, stage, f"{advice} (estimates per rank: {listed})")
 
 
 @contextmanager

@@ -6,7 +6,7 @@ degrees with planted communities) and `mesh_graph`.
 from __future__ import annotations
 
 import pathlib
-from typing import List, Optional, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from .graph_models import GRAPH500, chung_lu, rmat, torus
 from .writer import EdgeTypeSpec, FeatureSpec, NodeTypeSpec, PathLike, write_chunked_graph
@@ -89,12 +89,14 @@ def rmat_graph(
     fmt: str = "numpy",
     seed: int = 0,
     probabilities: Tuple[float, float, float] = GRAPH500,
+    features: Sequence[FeatureSpec] = (),
 ) -> pathlib.Path:
     """A heterogeneous power-law graph for partitioning benchmarks; return metadata.json.
 
     Node types "user" (60% of the nodes) and "item"; edge types user:follows:user (40% of
     the edges), user:buys:item (40%) and item:similar:item (20%), each an RMAT matrix with
     Graph500's parameters, IDs randomly relabelled per node type (see graph_models).
+    `features` (owners among those types) are written beside, one chunk at a time.
     """
     users = num_nodes * 3 // 5
     follows, buys = num_edges * 2 // 5, num_edges * 2 // 5
@@ -104,7 +106,7 @@ def rmat_graph(
         [EdgeTypeSpec("user:follows:user", follows, fmt=fmt),
          EdgeTypeSpec("user:buys:item", buys, fmt=fmt),
          EdgeTypeSpec("item:similar:item", num_edges - follows - buys, fmt=fmt)],
-        num_chunks=num_chunks, seed=seed, graph_name="rmat", edge_model=rmat(probabilities),
+        features, num_chunks=num_chunks, seed=seed, graph_name="rmat", edge_model=rmat(probabilities),
     )
 
 

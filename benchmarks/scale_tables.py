@@ -1,0 +1,179 @@
+"""The sizing snippets of docs/07-performance.md, from `bench_scale.py`'s results files
+(`benchmarks/results/scale_*.json`) and the memory guard's model (`chunked.estimate`):
+bytes per edge per stage and method beside the guard's estimate, the weak-scaling table,
+the 200M-edge run, and how many machines a graph needs. `docs_numbers.py` embeds them.
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Dict, List, Optional
+
+from distpart.chunked.estimate import BASE_BYTES, DISPATCH_STAGES, STAGE_MODELS, StageModel, stage_peak
+
+GROUPS = ("assign", "dispatch", "verify")
+RUN_200M = "scale_200m.json"
+COMMAND_200M = "python benchmarks/bench_scale.py --edges 200m --ranks 2"
+
+
+def _table(head: List[str], rows: List[List[str]]) -> str:
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
+
+
+def grouped(run: dict) -> Dict[str, dict]:
+    """Step 1, dispatch (its sub-stages together: wall summed, the largest peak) and verify of
+    one run: wall s, peak MiB per rank, B/edge, and the guard's estimate of the largest rank
+    with the current constants (in one process: the largest of the stages so far) and
+    measured/estimate."""
+    out: Dict[str, dict] = {}
+    for row in run["stages"]:
+        name = "dispatch" if row["stage"] in DISPATCH_STAGES else row["stage"]
+        if name not in GROUPS or (run.get("stages_apart") and row.get("job", name) != name):
+            continue  # with stages apart, each job's reading of the assignment is not its stage
+        g = out.setdefault(name, {"wall_s": 0.0, "peak_rss_mb": [0.0] * len(row["peak_rss_mb"])})
+        g["wall_s"] += row["wall_s"]
+        g["peak_rss_mb"] = [max(a, b) for a, b in zip(g["peak_rss_mb"], row["peak_rss_mb"])]
+    so_far = 0
+    for name, g in out.items():
+        model = STAGE_MODELS[f"assign/{run['method']}" if name == "assign" else name]
+        est = stage_peak(model, run["nodes"], run["edges"], run.get("feature_bytes", 0), run["ranks"])
+        so_far = est if run.get("stages_apart") else max(so_far, est)
+        g["estimate_mb"] = so_far / 2**20
+        g["measured_over_estimate"] = max(g["peak_rss_mb"]) / g["estimate_mb"]
+        g["bytes_per_edge"] = sum(g["peak_rss_mb"]) * 2**20 / run["edges"]
+    return out
+
+
+def _runs(results: Path, pattern: str) -> List[tuple]:
+    return [(f, json.loads(f.read_text())) for f in sorted(results.glob(pattern))]
+
+
+def _label(run: dict) -> str:
+    return f"RMAT {run['nodes'] / 1e6:g}M/{run['edges'] / 1e6:g}M"
+
+
+def _stage_rows(run: dict, name: str) -> List[List[str]]:
+    rows = []
+    for stage, g in grouped(run).items():
+        est, ratio = f"{g['estimate_mb']:,.0f}", f"{g['measured_over_estimate']:.2f}"
+        rows.append([_label(run), run["method"], str(run["ranks"]), stage + (" (own)" if run.get("stages_apart") else ""),
+                     f"{g['wall_s']:.1f}", "/".join(f"{v:.0f}" for v in g["peak_rss_mb"]),
+                     f"{g['bytes_per_edge']:.0f}", est, ratio, f"`{name}`"])
+    return rows
+
+
+HEAD = ["input", "method", "ranks", "stage", "wall s", "peak MiB per rank", "B/edge", "guard's estimate MiB",
+        "measured / estimate", "from"]
+
+
+def perf_sizing(results: Path) -> str:
+    """Per stage of every `scale_*.json` run, the weak series' included (not the 200M run)."""
+    rows = [r for f, data in _runs(results, "scale_*.json") if f.name != RUN_200M
+            for run in data.get("runs", [data]) for r in _stage_rows(run, f.name)]
+    if not rows:
+        return "No run of `benchmarks/bench_scale.py` is in `benchmarks/results/` yet (commands above)."
+    return (_table(HEAD, rows) + "\n\nPeaks are high-water marks: in one `pipeline` process a stage's peak is the "
+            "largest so far (marked \"own\" where the stages ran as separate jobs, `--stages-apart`). B/edge: the "
+            "summed peak over ranks per input edge; the estimate is the guard's for the largest rank with the current "
+            "constants (`distpart/chunked/estimate.py`), in one process the largest of the stages so far. Measured on "
+            "a loaded 2-core machine with the code before the memory reductions of issue 31.")
+
+
+def perf_weak(results: Path) -> str:
+    """The weak-scaling series: the largest rank's peak of every stage per R."""
+    out = []
+    for f, data in _runs(results, "scale_weak_*.json"):
+        runs = data["runs"]
+        per = [grouped(run) for run in runs]
+        for stage in GROUPS:
+            peaks = [max(g[stage]["peak_rss_mb"]) for g in per if stage in g]
+            if len(peaks) != len(runs):
+                continue
+            spread = max(peaks) / min(peaks) - 1
+            out.append([f"{data['edges_per_rank'] / 1e6:g}M", stage]
+                       + [f"{p:,.0f} ({g[stage]['wall_s']:.0f} s)" for p, g in zip(peaks, per)]
+                       + [f"{100 * spread:.0f}%", f"`{f.name}`"])
+    if not out:
+        return "No weak-scaling run is in `benchmarks/results/` yet (`bench_scale.py --weak`)."
+    ranks = [f"R={r['ranks']}: peak MiB (wall)" for r in _runs(results, "scale_weak_*.json")[0][1]["runs"]]
+    return (_table(["edges per rank", "stage"] + ranks + ["spread (max/min - 1)", "from"], out)
+            + "\n\nThe largest rank's peak so far in one `pipeline` process; 4 ranks on 2 cores are oversubscribed, "
+            "so the walls are reported, not judged.")
+
+
+def extrapolated(results: Path, edges: int = 200_000_000) -> str:
+    """ParMETIS's Step 1 at `edges`, from its summed peak per edge on RMAT 2M/20M (assign_rmat_2m.json)."""
+    path = results / "assign_rmat_2m.json"
+    if not path.exists():
+        return ""
+    data = json.loads(path.read_text())
+    graph = data["graphs"]["rmat-2m"]
+    measured = sum(graph["num_edges"].values())
+    row = next((r for r in data["rows"] if r["graph"] == "rmat-2m" and r["method"] == "parmetis"
+                and r.get("constraints") == "C0" and r["ranks"] == 2 and r.get("peak_rss_mb")), None)
+    if row is None:
+        return ""
+    per_edge = sum(float(x) for x in str(row["peak_rss_mb"]).split("/")) * 2**20 / measured
+    return (f" ParMETIS's Step 1 ({per_edge:.0f} B/edge summed over 2 ranks on RMAT 2M/20M, "
+            f"`assign_rmat_2m.json`) would need about {per_edge * edges / 2**30:.0f} GiB summed for "
+            f"{edges / 1e6:g}M edges, so it cannot run on this machine.")
+
+
+def predicted_200m(edges: int = 200_000_000, ranks: int = 2) -> str:
+    """The guard's estimate per rank of every stage of the 200M run (bench_scale's input)."""
+    nodes = edges // 16
+    feats = nodes * 16 * 4 + edges * 4   # the 16-float node feature and the float32 edge feature
+    est = {name: stage_peak(STAGE_MODELS[key], nodes, edges, feats, ranks) for name, key in
+           (("assign", "assign/multilevel"), ("dispatch", "dispatch"), ("verify", "verify"))}
+    return ("With the current constants the guard estimates, per rank of 2: "
+            + ", ".join(f"{name} {e / 2**30:.1f} GiB" for name, e in est.items()) + ".")
+
+
+def perf_200m(results: Path) -> str:
+    """The 200M-edge run, or what to run to fill this in, and ParMETIS extrapolated."""
+    path = results / RUN_200M
+    if not path.exists():
+        return (f"Not measured yet: `{COMMAND_200M}` writes {RUN_200M} in the results folder, then "
+                "`python benchmarks/docs_numbers.py` fills this in. " + predicted_200m() + extrapolated(results))
+    run = json.loads(path.read_text())
+    cut = run.get("cut") or {}
+    cut_text = f"; cut {100 * cut['edge_cut_fraction']:.2f}% of edges" if cut else ""
+    return (_table(HEAD, _stage_rows(run, RUN_200M))
+            + f"\n\n`{run['command']}`: mpiexec wall {run['mpiexec_wall_s']:,.0f} s{cut_text}."
+            + extrapolated(results, run["edges"]))
+
+
+def machines_needed(edges: int, memory_gb: float, method: str = "multilevel", edges_per_node: int = 16,
+                    feature_bytes: int = 0, usable: float = 0.9) -> Optional[int]:
+    """One rank per machine: the fewest machines on which every stage's estimated peak per
+    rank stays within `usable` of `memory_gb` (None: no count does, e.g. a whole-graph stage)."""
+    nodes = edges // edges_per_node
+    cap = usable * memory_gb * 2**30
+    models: List[StageModel] = [STAGE_MODELS[f"assign/{method}"], STAGE_MODELS["dispatch"], STAGE_MODELS["verify"]]
+    need = 1
+    for m in models:
+        if stage_peak(m, nodes, edges, feature_bytes, 1) <= cap:
+            continue
+        if m.whole_graph or cap <= BASE_BYTES:
+            return None
+        total = m.per_edge * edges + m.per_node * nodes + m.features * feature_bytes
+        need = max(need, math.ceil(total / (cap - BASE_BYTES)))
+    return need
+
+
+def perf_machines(results: Path) -> str:
+    """Machines of 24, 64 and 256 GiB a graph of N edges needs, from the guard's model."""
+    sizes = [(10**8, "100M"), (10**9, "1B"), (10**10, "10B")]
+    memories = (24, 64, 256)
+    rows = []
+    for edges, name in sizes:
+        for method in ("multilevel", "parmetis"):
+            cells = [machines_needed(edges, m, method) for m in memories]
+            rows.append([name, method] + [str(c) if c is not None else "-" for c in cells])
+    per_edge = ", ".join(f"{k} {v.per_edge:g}" for k, v in STAGE_MODELS.items() if not k.endswith("random"))
+    return (_table(["edges", "Step 1 method"] + [f"machines of {m} GiB" for m in memories], rows)
+            + f"\n\nOne rank per machine, 16 edges per node, no features (add twice the feature bytes to "
+            f"dispatch and verify), at most 90% of each machine's memory; from the guard's constants in bytes per "
+            f"edge summed over ranks ({per_edge}; `distpart/chunked/estimate.py`).")
