@@ -37,7 +37,7 @@ class StageModel:
 
 STAGE_MODELS: Dict[str, StageModel] = {
     # Twice the feature bytes: the received feature rows and the output buffer. Own peaks of the
-    # largest rank, 2 ranks (it holds the larger partition): benchmarks/results/scale_5m_apart.json.
+    # largest rank, 2 ranks (it holds the larger partition): benchmarks/results/scale_{5m,20m}_apart.json.
     "dispatch": StageModel(95, 40, 2.0),
     "verify": StageModel(108, 40, 2.0),
     # benchmarks/results/scale_weak_5m.json (its largest rank of 4; ranks grow unequal) and scale_20m.json.
