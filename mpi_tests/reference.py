@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any, Dict, List
 
 import numpy as np
 
@@ -69,20 +69,13 @@ def check_output(in_dir: Path, assign_dir: Path, out_dir: Path) -> dict:
             for (owner, f), values in ref["edge_feats"].items():
                 if owner == e:
                     np.testing.assert_array_equal(efeat[f"{e}/{f}"], storable(values[orig_eids[e]]))
-        nid = g.ndata["_ID"]
         inner = g.ndata["inner_node"].astype(bool)
         assert inner[g.dst].all(), "an edge is not kept by its destination's owner"
-        src_t, src_new = gpb.map_to_per_ntype(nid[g.src])
-        dst_t, dst_new = gpb.map_to_per_ntype(nid[g.dst])
-        e_t, e_new = gpb.map_to_per_etype(g.edata["_ID"])
-        for ei, e in enumerate(etypes):
-            sel = e_t == ei
-            s_name, _, d_name = e.split(":")
-            assert (src_t[sel] == ntypes.index(s_name)).all() and (dst_t[sel] == ntypes.index(d_name)).all()
-            orig_e = orig_eid_of_new[e][e_new[sel]]
-            np.testing.assert_array_equal(orig_of_new[s_name][src_new[sel]], ref["edges"][e][0][orig_e])
-            np.testing.assert_array_equal(orig_of_new[d_name][dst_new[sel]], ref["edges"][e][1][orig_e])
-            edges_seen[e] += int(sel.sum())
+        for e, s_name, d_name, src_new, dst_new, e_new in typed_edges(g, gpb, ntypes, etypes):
+            orig_e = orig_eid_of_new[e][e_new]
+            np.testing.assert_array_equal(orig_of_new[s_name][src_new], ref["edges"][e][0][orig_e])
+            np.testing.assert_array_equal(orig_of_new[d_name][dst_new], ref["edges"][e][1][orig_e])
+            edges_seen[e] += len(e_new)
     for e in etypes:
         assert edges_seen[e] == len(ref["edges"][e][0]), f"edges of {e} lost or duplicated"
     return {"num_nodes": config["num_nodes"], "num_edges": config["num_edges"]}
@@ -106,6 +99,20 @@ def assert_same_assignment(got: Dict[str, bytes], plain: Dict[str, bytes], templ
     differ = [name for name in plain if got[name] != plain[name]]
     assert not differ, (f"{template} partitions differently from the plain command: {differ} differ "
                         f"(partition_meta.json: {got.get('partition_meta.json', b'').decode()!r})")
+
+
+def typed_edges(g: Any, gpb: Any, ntypes: List[str], etypes: List[str]):
+    """Per edge type of one loaded partition: (etype, src type, dst type, per-type new IDs of
+    the sources and destinations, per-type new edge IDs), each edge's endpoint types checked."""
+    nid = g.ndata["_ID"]
+    src_t, src_new = gpb.map_to_per_ntype(nid[g.src])
+    dst_t, dst_new = gpb.map_to_per_ntype(nid[g.dst])
+    e_t, e_new = gpb.map_to_per_etype(g.edata["_ID"])
+    for ei, e in enumerate(etypes):
+        sel = e_t == ei
+        s, _, d = e.split(":")
+        assert (src_t[sel] == ntypes.index(s)).all() and (dst_t[sel] == ntypes.index(d)).all()
+        yield e, s, d, src_new[sel], dst_new[sel], e_new[sel]
 
 
 def restore_graph(out_dir: Path) -> Dict[str, Any]:
@@ -138,18 +145,11 @@ def restore_graph(out_dir: Path) -> Dict[str, Any]:
         edge_feats[(e, name)] = restored(np.concatenate([p[2][key] for p in parts]), orig_eid[e])
     edges = {e: (np.full(len(orig_eid[e]), -1, np.int64), np.full(len(orig_eid[e]), -1, np.int64)) for e in etypes}
     for g, _, _, gpb, _, _, _ in parts:
-        nid = g.ndata["_ID"]
-        src_t, src_new = gpb.map_to_per_ntype(nid[g.src])
-        dst_t, dst_new = gpb.map_to_per_ntype(nid[g.dst])
-        e_t, e_new = gpb.map_to_per_etype(g.edata["_ID"])
-        for ei, e in enumerate(etypes):
-            sel = e_t == ei
-            s, _, d = e.split(":")
-            assert (src_t[sel] == ntypes.index(s)).all() and (dst_t[sel] == ntypes.index(d)).all()
-            orig = orig_eid[e][e_new[sel]]
+        for e, s, d, src_new, dst_new, e_new in typed_edges(g, gpb, ntypes, etypes):
+            orig = orig_eid[e][e_new]
             assert (edges[e][0][orig] == -1).all(), f"an edge of {e} is stored twice"
-            edges[e][0][orig] = orig_nid[s][src_new[sel]]
-            edges[e][1][orig] = orig_nid[d][dst_new[sel]]
+            edges[e][0][orig] = orig_nid[s][src_new]
+            edges[e][1][orig] = orig_nid[d][dst_new]
     for e in etypes:
         assert (edges[e][0] >= 0).all(), f"an edge of {e} is missing"
     return {"num_nodes": {t: len(orig_nid[t]) for t in ntypes}, "edges": edges,
