@@ -173,12 +173,17 @@ def main(argv: List[str]) -> int:
         for name in args.files:
             rows += select(json.loads(name.read_text())["rows"], args.imbalance, sets, skip, args.skip_refused)
         text = markdown(rows)
-    if args.out:
-        args.out.write_text(text)
-        print(f"written {args.out}")
+    emit(text, args.out)
+    return 0
+
+
+def emit(text: str, out: "Optional[Path]") -> None:
+    """A generated markdown file written to `out`, or printed when there is none."""
+    if out:
+        out.write_text(text)
+        print(f"written {out}")
     else:
         print(text)
-    return 0
 
 
 if __name__ == "__main__":

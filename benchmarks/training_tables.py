@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence
 
-from assign_tables import imbalance_cells
+from assign_tables import emit, imbalance_cells
 
 COLUMNS = ["graph", "method", "balance", "remote rows/epoch", "vs {baseline}", "local rows/epoch", "MB/epoch",
            "moved seeds", "sampling req/epoch", "cut %", "halo total", "halo max", "imb nodes", "imb types",
@@ -140,11 +140,7 @@ def main(argv: List[str]) -> int:
     ap.add_argument("--out", type=Path, help="write the markdown file here (default: print it)")
     args = ap.parse_args(argv)
     text = document([json.loads(f.read_text()) for f in args.files]) if args.files else document_text()
-    if args.out:
-        args.out.write_text(text)
-        print(f"written {args.out}")
-    else:
-        print(text)
+    emit(text, args.out)
     return 0
 
 
