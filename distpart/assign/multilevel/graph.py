@@ -46,11 +46,14 @@ def unit_weights(m: int) -> np.ndarray:
     return np.broadcast_to(np.ones(1, dtype=np.int64), (m,))
 
 
+def is_unit_view(adjwgt: np.ndarray) -> bool:
+    """`adjwgt` is a `unit_weights` view (recognised without reading it)."""
+    return adjwgt.ndim == 1 and adjwgt.strides == (0,) and (len(adjwgt) == 0 or int(adjwgt[0]) == 1)
+
+
 def is_unit(adjwgt: np.ndarray) -> bool:
-    """Every weight is 1 (a `unit_weights` view is recognised without reading it)."""
-    if adjwgt.ndim == 1 and adjwgt.strides == (0,):
-        return len(adjwgt) == 0 or int(adjwgt[0]) == 1
-    return bool(np.all(adjwgt == 1))
+    """Every weight is 1 (reads the weights unless they are a `unit_weights` view)."""
+    return is_unit_view(adjwgt) or bool(np.all(adjwgt == 1))
 
 
 def row_pieces(xadj: np.ndarray, piece: int):

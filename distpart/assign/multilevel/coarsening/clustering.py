@@ -21,7 +21,7 @@ import numpy as np
 
 from ....arrays import GOLDEN64, runs, segment_starts, splitmix64, sum_pairs
 from ....mpi.exchange import allreduce_max, allreduce_sum, exchange, lookup
-from ..graph import Halo, LevelGraph, is_unit, share_of, unit_weights
+from ..graph import Halo, LevelGraph, is_unit_view, share_of, unit_weights
 
 if TYPE_CHECKING:
     from mpi4py.MPI import Intracomm
@@ -140,7 +140,8 @@ def _connections(g: LevelGraph, halo: Halo, ext_labels: np.ndarray, entries: np.
     """(cluster, local row, connection weight) of the adjacency `entries` (ascending), one
     per (cluster, row), sorted by cluster: each cluster's entries are then one run, so
     candidate clusters need no search."""
-    w = unit_weights(len(entries)) if is_unit(g.adjwgt) else g.adjwgt[entries]
+    # Per batch: only the O(1) view test, not a scan of the level's weights.
+    w = unit_weights(len(entries)) if is_unit_view(g.adjwgt) else g.adjwgt[entries]
     return sum_pairs(ext_labels[halo.col[entries]], entry_rows(g.xadj, entries), w, max(g.n - 1, 0),
                      max(g.nlocal - 1, 0))
 
