@@ -17,7 +17,7 @@ a stage handles at once, and a block's share of a total (`share_of`, `block_caps
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -31,12 +31,14 @@ if TYPE_CHECKING:
 # A graph whose top degree is at most this many times its average has no hubs (coarsening
 # clusters it in pairs); above it, refinement prices a vertex's move by its degree alone.
 HUB_SKEW = 8
-# Adjacency entries one step handles at a time, to bound its temporaries. Contraction holds
-# the run's memory peak, so its pieces are smaller than the afterburner's; neither changes
-# a result (the pieces are summed or handled independently).
+# Adjacency entries one step handles at a time, to bound its temporaries next to the finest
+# level (which holds the run's memory peak); none changes a result (the pieces are summed or
+# handled independently).
 CONTRACT_PIECE = 1 << 20
 AFTERBURNER_PIECE = 1 << 22
 EVALUATE_PIECE = 1 << 20
+HALO_PIECE = 1 << 22
+LP_PIECE = 1 << 22     # of the level's entries; a label propagation batch takes its share
 COL32_LIMIT = int(np.iinfo(np.int32).max)   # a level's extended indices up to this are int32
 
 
@@ -65,21 +67,39 @@ def row_pieces(xadj: np.ndarray, piece: int):
     return zip(bounds[:-1].tolist(), bounds[1:].tolist()) if n else iter(())
 
 
-@dataclass
 class LevelGraph:
-    """This rank's rows of one level (see the module docstring)."""
+    """This rank's rows of one level (see the module docstring).
 
-    vtxdist: np.ndarray   # (R + 1,) int64 block boundaries of global vertex IDs
-    xadj: np.ndarray      # (nlocal + 1,) int64
-    adjncy: np.ndarray    # (m,) int64 global neighbour IDs, no self loops, no duplicates in a row
-    adjwgt: np.ndarray    # (m,) int64 edge weights (`unit_weights` where all are 1)
-    vwgt: np.ndarray      # (nlocal, ncon) int64 vertex weights
-    total: np.ndarray = field(default=None)  # (ncon,) int64 global column sums
+    Once a level's halo is built (`keep_halo`), its `adjncy` is dropped: the halo's `col`
+    (4 bytes an entry where indices fit, against adjncy's 8) and ghosts hold the same
+    neighbours, and `adjncy` is rebuilt from them only where a caller still asks for it."""
 
-    def __post_init__(self) -> None:
-        vwgt = np.asarray(self.vwgt, dtype=np.int64)
+    def __init__(self, vtxdist: np.ndarray, xadj: np.ndarray, adjncy: np.ndarray, adjwgt: np.ndarray,
+                 vwgt: np.ndarray, total: "np.ndarray | None" = None) -> None:
+        self.vtxdist = vtxdist    # (R + 1,) int64 block boundaries of global vertex IDs
+        self.xadj = xadj          # (nlocal + 1,) int64
+        self._adjncy = adjncy     # (m,) int64 global neighbour IDs, no self loops, no duplicates in a row
+        self.adjwgt = adjwgt      # (m,) int64 edge weights (`unit_weights` where all are 1)
+        vwgt = np.asarray(vwgt, dtype=np.int64)
         # One column may come as a vector; (0, ncon) must stay as it is (a rank can own no vertex).
-        self.vwgt = vwgt.reshape(-1, 1) if vwgt.ndim == 1 else vwgt
+        self.vwgt = vwgt.reshape(-1, 1) if vwgt.ndim == 1 else vwgt   # (nlocal, ncon) int64
+        self.total = total        # (ncon,) int64 global column sums
+        self._halo: "Halo | None" = None
+
+    @property
+    def adjncy(self) -> np.ndarray:
+        """Global neighbour IDs of the local rows (a new array if the level kept only its halo)."""
+        if self._adjncy is not None:
+            return self._adjncy
+        halo = self._halo
+        return np.concatenate([np.arange(halo.lo, halo.lo + self.nlocal, dtype=np.int64), halo.ghosts])[halo.col]
+
+    def keep_halo(self, comm: "Intracomm", max_bytes: int = DEFAULT_MAX_BYTES) -> "Halo":
+        """This level's halo, built once and kept with the level, which drops `adjncy` (the
+        halo holds the same neighbours in half the bytes). Collective."""
+        halo = Halo.build(comm, self, max_bytes)
+        self._halo, self._adjncy = halo, None
+        return halo
 
     def with_totals(self, comm: "Intracomm") -> "LevelGraph":
         """Fill `total` (collective)."""
@@ -89,6 +109,11 @@ class LevelGraph:
     @property
     def nlocal(self) -> int:
         return len(self.xadj) - 1
+
+    @property
+    def entries(self) -> int:
+        """Local adjacency entries."""
+        return int(self.xadj[-1])
 
     @property
     def n(self) -> int:
@@ -104,7 +129,7 @@ class LevelGraph:
 
     def global_entries(self, comm: "Intracomm") -> int:
         """Adjacency entries over all ranks (twice the edges). Collective."""
-        return int(allreduce_sum(comm, np.array([len(self.adjncy)]))[0])
+        return int(allreduce_sum(comm, np.array([self.entries]))[0])
 
     def first(self, comm: "Intracomm") -> int:
         """Global ID of this rank's first vertex."""
@@ -120,22 +145,32 @@ class Halo:
     send_local: np.ndarray    # local indices of own vertices other ranks need, grouped by rank
     send_counts: np.ndarray   # (R,) rows to each rank
     recv_order: np.ndarray    # where each received row goes among the ghosts
+    lo: int = 0               # global ID of the rank's first vertex
     max_bytes: int = DEFAULT_MAX_BYTES
 
     @classmethod
     def build(cls, comm: "Intracomm", g: LevelGraph, max_bytes: int = DEFAULT_MAX_BYTES) -> "Halo":
-        """Collective: each rank asks each ghost's owner once, and remembers what it is asked."""
+        """Collective: each rank asks each ghost's owner once, and remembers what it is asked.
+        A level that kept its halo (`LevelGraph.keep_halo`) returns that one."""
+        if g._halo is not None:
+            return g._halo if g._halo.max_bytes == max_bytes else replace(g._halo, max_bytes=max_bytes)
         lo, hi = g.first(comm), g.first(comm) + g.nlocal
-        remote = (g.adjncy < lo) | (g.adjncy >= hi)
+        adjncy = g.adjncy
+        # In pieces: the finest level's halo is built next to its whole adjacency.
+        spans = [(e, min(e + HALO_PIECE, len(adjncy))) for e in range(0, len(adjncy), HALO_PIECE)]
         # A sort, not np.unique: numpy 2's hash-based unique is far slower on millions of IDs.
-        ghosts = sorted_unique(g.adjncy[remote])
+        ghosts = sorted_unique(np.concatenate(
+            [np.empty(0, np.int64)] + [sorted_unique(a[(a < lo) | (a >= hi)]) for a in (adjncy[e0:e1] for e0, e1 in spans)]))
         # Half the bytes of the largest array a level holds besides adjncy, where indices fit.
-        col = np.empty(len(g.adjncy), dtype=np.int32 if g.nlocal + len(ghosts) <= COL32_LIMIT else np.int64)
-        np.subtract(g.adjncy, lo, out=col, casting="unsafe")   # remote entries are set next
-        col[remote] = g.nlocal + np.searchsorted(ghosts, g.adjncy[remote])
+        col = np.empty(len(adjncy), dtype=np.int32 if g.nlocal + len(ghosts) <= COL32_LIMIT else np.int64)
+        for e0, e1 in spans:
+            a, c = adjncy[e0:e1], col[e0:e1]
+            remote = (a < lo) | (a >= hi)
+            np.subtract(a, lo, out=c, casting="unsafe")   # remote entries are set next
+            c[remote] = g.nlocal + np.searchsorted(ghosts, a[remote])
         order, counts = group_by_owner(g.owner(ghosts), comm.Get_size())
         (asked,), recv_counts = alltoallv_grouped(comm, [ghosts], counts, order, max_bytes)
-        return cls(ghosts, col, asked - lo, recv_counts, order, max_bytes)
+        return cls(ghosts, col, asked - lo, recv_counts, order, lo, max_bytes)
 
     @property
     def nghost(self) -> int:

@@ -131,7 +131,7 @@ def gather_whole(comm: "Intracomm", g: LevelGraph) -> WholeGraph:
     """Every rank's rows on every rank, in global-ID order; rows' neighbours sorted."""
     from mpi4py import MPI
 
-    counts = allgather_int64(comm, np.array([g.nlocal, len(g.adjncy)]))
+    counts = allgather_int64(comm, np.array([g.nlocal, g.entries]))
     if int(counts[:, 1].sum()) * g.ncon >= 2**31:
         raise DistpartError(f"the coarsest graph has {int(counts[:, 1].sum())} adjacency entries: too many to "
                             f"gather for its initial partition (coarsening stopped too early)")

@@ -21,7 +21,7 @@ import numpy as np
 
 from ....arrays import GOLDEN64, runs, segment_starts, splitmix64, sum_pairs
 from ....mpi.exchange import allreduce_max, allreduce_sum, exchange, lookup
-from ..graph import Halo, LevelGraph, is_unit_view, share_of, unit_weights
+from ..graph import LP_PIECE, Halo, LevelGraph, is_unit_view, row_pieces, share_of, unit_weights
 
 if TYPE_CHECKING:
     from mpi4py.MPI import Intracomm
@@ -153,35 +153,57 @@ def entry_rows(xadj: np.ndarray, entries: np.ndarray) -> np.ndarray:
     return rows.astype(np.int32) if len(xadj) <= 2**31 else rows
 
 
-def _lp_batch(comm: "Intracomm", g: LevelGraph, halo: Halo, labels: np.ndarray, cw: np.ndarray,
-              entries: np.ndarray, cap: np.ndarray, blocks: Optional[np.ndarray] = None) -> int:
-    """One synchronous LP step of the vertices whose adjacency `entries` are given: choose,
-    request, admit, apply. Updates `labels` and `cw` (weights and member count of the
-    clusters named by this rank's vertices) in place; returns the number of local vertices
-    moved. `blocks` (block of each local vertex): a vertex only joins a cluster of its block
-    (a cluster's block is that of the vertex naming it)."""
-    lo, ncon = g.first(comm), g.ncon
-    ext = halo.extend(comm, labels)
+def _piece_moves(comm: "Intracomm", g: LevelGraph, halo: Halo, ext: np.ndarray, labels: np.ndarray,
+                 table: np.ndarray, entries: np.ndarray, r0: int, r1: int, cap: np.ndarray,
+                 blocks: Optional[np.ndarray]) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`best_moves` of rows r0..r1-1 from their adjacency `entries` (ascending, in those rows),
+    the rows as local indices. `table`: each local cluster's weights (and block). Collective
+    (one lookup of the candidate clusters' weights)."""
+    ncon = g.ncon
     lab, row, w = _connections(g, halo, ext, entries)
-    del ext
+    row = row - np.int32(r0) if row.dtype == np.int32 else row - r0
+    own = labels[r0:r1]
     # Only a cluster heavier than the own one can win: look up just those clusters' weights.
-    is_own = lab == labels[row]
-    own_w = np.zeros(g.nlocal, dtype=np.int64)
+    is_own = lab == own[row]
+    own_w = np.zeros(r1 - r0, dtype=np.int64)
     own_w[row[is_own]] = w[is_own]
     keep = np.flatnonzero(is_own | (w > own_w[row]))
     lab, row, w, is_own = lab[keep], row[keep], w[keep], is_own[keep]
     del keep, own_w
     other = np.flatnonzero(~is_own)
     cands, idx = runs(lab[other])
-    table = cw[:, :ncon] if blocks is None else np.column_stack([cw[:, :ncon], blocks])
     cand_w = lookup(comm, cands, g.vtxdist, table)
     fits = np.ones(len(lab), dtype=bool)
-    fits[other] = np.all(cand_w[idx, :ncon] + g.vwgt[row[other]] <= cap, axis=1)
+    fits[other] = np.all(cand_w[idx, :ncon] + g.vwgt[r0 + row[other]] <= cap, axis=1)
     if blocks is not None:
-        fits[other] &= cand_w[idx, ncon] == blocks[row[other]]
+        fits[other] &= cand_w[idx, ncon] == blocks[r0 + row[other]]
     del cand_w, idx, other, is_own
-    movers, target, gain = best_moves(row, lab, w, labels, fits)
-    del lab, row, w, fits
+    movers, target, gain = best_moves(row, lab, w, own, fits)
+    return movers + r0, target, gain
+
+
+def _lp_batch(comm: "Intracomm", g: LevelGraph, halo: Halo, labels: np.ndarray, cw: np.ndarray,
+              entry_batch: np.ndarray, batch: int, pieces: list, cap: np.ndarray,
+              blocks: Optional[np.ndarray] = None) -> int:
+    """One synchronous LP step of the vertices whose adjacency entries are in `batch`
+    (`entry_batch`: the batch of every entry): choose, request, admit, apply. Updates
+    `labels` and `cw` (weights and member count of the clusters named by this rank's
+    vertices) in place; returns the number of local vertices moved. `pieces`: (first, end)
+    row ranges, as many on every rank, chosen in turn (a row's choice depends on its own
+    entries only, so the pieces only bound the temporaries). `blocks` (block of each local
+    vertex): a vertex only joins a cluster of its block (a cluster's block is that of the
+    vertex naming it)."""
+    lo, ncon = g.first(comm), g.ncon
+    ext = halo.extend(comm, labels)
+    table = cw[:, :ncon] if blocks is None else np.column_stack([cw[:, :ncon], blocks])
+    chosen = []
+    for r0, r1 in pieces:
+        e0 = int(g.xadj[r0])
+        entries = np.flatnonzero(entry_batch[e0:g.xadj[r1]] == batch) + e0
+        chosen.append(_piece_moves(comm, g, halo, ext, labels, table, entries, r0, r1, cap, blocks))
+    del ext, table
+    movers, target, gain = (np.concatenate([c[i] for c in chosen]) for i in range(3))
+    del chosen
     src = labels[movers]
     # A cluster whose only member leaves for a smaller label takes no one this step: of two
     # lone vertices that want each other, the larger joins the smaller instead of both swapping.
@@ -292,12 +314,16 @@ def cluster(comm: "Intracomm", g: LevelGraph, halo: Halo, max_weight: np.ndarray
     cw = np.column_stack([g.vwgt, np.ones(g.nlocal, dtype=np.int64)])
     deg = np.diff(g.xadj)
     left = g.n
+    # Rows in pieces of about LP_PIECE entries, as many on every rank (one lookup each).
+    pieces = list(row_pieces(g.xadj, LP_PIECE))
+    count = max(int(allreduce_max(comm, np.array([len(pieces)]))[0]), 1)
+    pieces += [(g.nlocal, g.nlocal)] * (count - len(pieces))
     for rnd in range(rounds):
         batch = batch_of(gids, round_key(seed, level, rnd), batches).astype(np.int8 if batches < 128 else np.int64)
         entry_batch = np.repeat(batch, deg)
         moved = 0
         for b in range(batches):
-            moved += _lp_batch(comm, g, halo, labels, cw, np.flatnonzero(entry_batch == b), cap, blocks)
+            moved += _lp_batch(comm, g, halo, labels, cw, entry_batch, b, pieces, cap, blocks)
             left, moves = allreduce_sum(comm, np.array([np.count_nonzero(cw[:, -1]), moved]))
             if left <= stop_at:
                 return labels

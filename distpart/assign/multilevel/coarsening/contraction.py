@@ -54,7 +54,7 @@ def contract(comm: "Intracomm", g: LevelGraph, halo: Halo, labels: np.ndarray, p
     # The local rows go in pieces of about `piece` entries, each reduced at once, so the
     # temporaries stay small next to the graph (coarse rows are far fewer than fine ones).
     ext = halo.extend(comm, fine_to_coarse)
-    cuts = np.searchsorted(g.xadj, np.arange(1, -(-len(g.adjncy) // piece)) * piece)
+    cuts = np.searchsorted(g.xadj, np.arange(1, -(-g.entries // piece)) * piece)
     bounds = sorted_unique(np.concatenate([[0], cuts, [g.nlocal]]))
     pieces = []
     for r0, r1 in zip(bounds[:-1], bounds[1:]):

@@ -20,7 +20,7 @@ import numpy as np
 
 from ....mpi.exchange import allreduce_max, exchange
 from ....run.heap import reused_heap
-from ..graph import HUB_SKEW, Halo, LevelGraph
+from ..graph import HUB_SKEW, LevelGraph
 from .clustering import cluster, cluster_cap
 from .contraction import contract
 
@@ -98,7 +98,7 @@ def _hierarchy(comm: "Intracomm", g: LevelGraph, k: int, seed: int, progress: "O
         level_cap = cap
         if pairs:
             level_cap = np.minimum(cap, PAIR_FACTOR * heaviest(comm, fine))
-        halo = Halo.build(comm, fine)
+        halo = fine.keep_halo(comm)   # kept for refinement; the level drops its adjncy
         with reused_heap():   # label propagation's rounds; not contraction (see run.heap)
             labels = cluster(comm, fine, halo, level_cap, seed, cycle * MAX_LEVELS + len(levels) - 1,
                              stop_at=target, blocks=blocks)
