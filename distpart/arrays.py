@@ -9,7 +9,7 @@ of Step 1's multilevel method (runs of a sorted array, sums per row or per disti
 """
 from __future__ import annotations
 
-from typing import Optional, Tuple
+from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -206,8 +206,60 @@ def sum_pairs(a: np.ndarray, b: np.ndarray, w: np.ndarray, a_max: int, b_max: in
         new[1:] = (sa[1:] != sa[:-1]) | (sb[1:] != sb[:-1])
         starts = np.flatnonzero(new)
         return sa[starts], sb[starts], np.add.reduceat(ws, starts)
+    key, sums = _run_sums(key, ws)
+    return key >> bb, key & np.int64((1 << bb) - 1), sums
+
+
+def sum_keys(key: np.ndarray, w: np.ndarray, key_max: int) -> Tuple[np.ndarray, np.ndarray]:
+    """Distinct keys (non-negative ints at most key_max) in ascending order with the summed
+    weight of each: `sum_pairs` for pairs already packed into one int64 key."""
+    w = np.asarray(w, dtype=np.int64)
+    if len(w) == 0:
+        return np.empty(0, np.int64), w[:0].copy()
+    kb, wb = _bits(key_max), _bits(int(w.max()))
+    if kb + wb <= 63 and int(w.min()) >= 0:
+        packed = np.left_shift(key, wb, dtype=np.int64)
+        packed |= w
+        packed.sort()
+        ws = packed & np.int64((1 << wb) - 1)
+        packed >>= wb
+    else:
+        order = np.argsort(key)
+        packed, ws = np.asarray(key, dtype=np.int64)[order], w[order]
+        del order
+    return _run_sums(packed, ws)
+
+
+
+def sum_sorted_runs(keys: Sequence[np.ndarray], ws: Sequence[np.ndarray], key_max: int, piece: int
+                    ) -> Tuple[np.ndarray, np.ndarray]:
+    """`sum_keys` of the concatenated runs, each already sorted: one slice of the key range at
+    a time (cut at every `piece`-th key of every run), so the temporaries are a slice's, not
+    the whole input's."""
+    keys = [k for k in keys]
+    cuts = sorted_unique(np.concatenate([np.empty(0, np.int64)] + [np.asarray(k[::piece], np.int64) for k in keys]))
+    cuts = np.append(cuts, np.int64(key_max) + 1) if len(cuts) else cuts
+    out_k, out_w = [], []
+    for v0, v1 in zip(cuts[:-1], cuts[1:]):
+        spans = [(np.searchsorted(k, v0), np.searchsorted(k, v1)) for k in keys]
+        k, w = sum_keys(np.concatenate([k[a:b] for k, (a, b) in zip(keys, spans)]),
+                        np.concatenate([w[a:b] for w, (a, b) in zip(ws, spans)]), key_max)
+        out_k.append(k)
+        out_w.append(w)
+    if not out_k:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    return np.concatenate(out_k), np.concatenate(out_w)
+
+def _run_sums(key: np.ndarray, ws: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """(distinct values, summed weights) of a sorted key array and its weights."""
     starts = segment_starts(key)
     sums = np.add.reduceat(ws, starts)
     del ws
-    key = key[starts]
-    return key >> bb, key & np.int64((1 << bb) - 1), sums
+    return key[starts], sums
+
+
+def pair_bits(a_max: int, b_max: int) -> Optional[int]:
+    """Bits of b in the int64 key a << bits | b of pairs up to (a_max, b_max), or None if
+    such keys do not fit 63 bits."""
+    bb = _bits(b_max)
+    return bb if _bits(a_max) + bb <= 63 else None

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from mpi4py import MPI
 
-from distpart.arrays import sum_pairs
+from distpart.arrays import pair_bits, sum_keys, sum_pairs, sum_sorted_runs
 from distpart.assign.multilevel.coarsening import cluster, cluster_cap, coarsen, contract
 from distpart.assign.multilevel.coarsening.clustering import admit, batch_of, best_moves, pack_groups, round_key
 from distpart.assign.multilevel.graph import Halo, LevelGraph
@@ -57,6 +57,31 @@ def test_sum_pairs_matches_unique_on_every_path(w_high, a_max):
     np.add.at(want, inv.ravel(), w)
     assert np.array_equal(ua, key[:, 0]) and np.array_equal(ub, key[:, 1]) and np.array_equal(uw, want)
 
+
+
+@pytest.mark.parametrize("w_high", [10, 1 << 40])
+def test_sum_keys_matches_unique_on_both_paths(w_high):
+    # Small weights take the packed sort, huge weights the argsort.
+    rng = np.random.default_rng(2)
+    key = rng.integers(0, 300, 5000) * 1000
+    w = rng.integers(0, w_high, 5000)
+    got_key, got_w = sum_keys(key, w, 300 * 1000)
+    want_key, inv = np.unique(key, return_inverse=True)
+    want = np.zeros(len(want_key), dtype=np.int64)
+    np.add.at(want, inv, w)
+    assert np.array_equal(got_key, want_key) and np.array_equal(got_w, want)
+    assert pair_bits(1000, 40) == 6 and pair_bits(1 << 40, 1 << 30) is None
+
+
+def test_sum_sorted_runs_equals_sum_keys_of_their_concatenation():
+    rng = np.random.default_rng(3)
+    runs = [np.sort(rng.integers(0, 500, size)) for size in (0, 1, 37, 400, 999)]
+    ws = [rng.integers(0, 9, len(r)) for r in runs]
+    want = sum_keys(np.concatenate(runs), np.concatenate(ws), 499)
+    for piece in (1, 7, 50, 10_000):   # slices of a few keys up to one slice for all
+        got = sum_sorted_runs(runs, ws, 499, piece)
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+    assert all(len(a) == 0 for a in sum_sorted_runs([runs[0]], [ws[0]], 499, 4))
 
 def test_best_moves_prefers_heaviest_fitting_then_staying_then_smaller_label():
     # Row 0: own cluster 7 (weight 3); 5 and 9 weigh 4; 9 does not fit -> moves to 5, gain 1.
@@ -155,10 +180,12 @@ def test_cluster_and_contract_on_one_rank():
     assert np.array_equal(rows_of(coarse), cu) and np.array_equal(coarse.adjncy, cv)
     assert np.array_equal(coarse.adjwgt, w) and np.array_equal(coarse.vwgt, vw)
     assert np.array_equal(coarse.total, g.total)
-    # Contracting the rows in small pieces (each reduced, then merged) changes nothing.
-    small, f2c_small = contract(COMM, g, halo, labels, piece=1000)
-    assert np.array_equal(f2c_small, f2c) and np.array_equal(small.xadj, coarse.xadj)
-    assert np.array_equal(small.adjncy, coarse.adjncy) and np.array_equal(small.adjwgt, coarse.adjwgt)
+    # Contracting the rows in small pieces (each reduced, then merged) changes nothing, with
+    # an edge's ends packed in one key or (the path past 2**31 coarse vertices) kept apart.
+    for packed in (True, False):
+        small, f2c_small = contract(COMM, g, halo, labels, piece=1000, packed=packed)
+        assert np.array_equal(f2c_small, f2c) and np.array_equal(small.xadj, coarse.xadj)
+        assert np.array_equal(small.adjncy, coarse.adjncy) and np.array_equal(small.adjwgt, coarse.adjwgt)
 
 
 def test_isolated_and_rejected_vertices_are_grouped():

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Tuple
 
 import numpy as np
 
-from ....arrays import owner_of, segment_starts, sorted_unique, sum_pairs
+from ....arrays import owner_of, pair_bits, segment_starts, sorted_unique, sum_keys, sum_pairs, sum_sorted_runs
 from ....chunked.readers import block_bounds
 from ....mpi.exchange import allreduce_sum, exchange, exscan_sum, lookup
 from ..graph import CONTRACT_PIECE, Halo, LevelGraph
@@ -18,13 +18,14 @@ if TYPE_CHECKING:
     from mpi4py.MPI import Intracomm
 
 
-def contract(comm: "Intracomm", g: LevelGraph, halo: Halo, labels: np.ndarray, piece: int = CONTRACT_PIECE
-             ) -> Tuple[LevelGraph, np.ndarray]:
+def contract(comm: "Intracomm", g: LevelGraph, halo: Halo, labels: np.ndarray, piece: int = CONTRACT_PIECE,
+             packed: bool = True) -> Tuple[LevelGraph, np.ndarray]:
     """The graph of the clusters: one coarse vertex per distinct label, numbered by the
     label's rank among all labels (ascending), its weight the sum of its members', an edge
     between two clusters weighing the sum of the fine edges between them (edges inside a
     cluster vanish). Returns (coarse graph, fine-to-coarse global IDs of the local
-    vertices). Collective."""
+    vertices). Collective. `packed=False` keeps an edge's two ends apart even where they fit
+    one int64 key (what graphs past 2**31 coarse vertices do; the result is the same)."""
     nranks, rank, lo = comm.Get_size(), comm.Get_rank(), g.first(comm)
     mine = sorted_unique(labels)
     (named,), _ = exchange(comm, g.owner(mine), [mine])
@@ -54,6 +55,7 @@ def contract(comm: "Intracomm", g: LevelGraph, halo: Halo, labels: np.ndarray, p
     # The local rows go in pieces of about `piece` entries, each reduced at once, so the
     # temporaries stay small next to the graph (coarse rows are far fewer than fine ones).
     ext = halo.extend(comm, fine_to_coarse)
+    bits = pair_bits(max(nc - 1, 0), max(nc - 1, 0)) if packed else None
     cuts = np.searchsorted(g.xadj, np.arange(1, -(-g.entries // piece)) * piece)
     bounds = sorted_unique(np.concatenate([[0], cuts, [g.nlocal]]))
     pieces = []
@@ -62,18 +64,63 @@ def contract(comm: "Intracomm", g: LevelGraph, halo: Halo, labels: np.ndarray, p
         cu = np.repeat(fine_to_coarse[r0:r1], np.diff(g.xadj[r0:r1 + 1]))
         cv = ext[halo.col[e0:e1]]
         keep = cu != cv
-        pieces.append(sum_pairs(cu[keep], cv[keep], g.adjwgt[e0:e1][keep], max(nc - 1, 0), max(nc - 1, 0)))
+        pieces.append(_edge_sums(cu[keep], cv[keep], g.adjwgt[e0:e1][keep], nc, bits))
         del cu, cv, keep
     del ext
-    cu, cv, w = (np.concatenate([p[i] for p in pieces]) if pieces else np.empty(0, np.int64) for i in range(3))
-    if len(pieces) > 1:
-        cu, cv, w = sum_pairs(cu, cv, w, max(nc - 1, 0), max(nc - 1, 0))
+    # An edge is (key, weight) when the pair packs into one int64 (16 bytes, not 24); the
+    # pieces' sorted runs are then merged a slice of the key range at a time.
+    if bits is not None and len(pieces) > 1:
+        edges = list(sum_sorted_runs([p[0] for p in pieces], [p[1] for p in pieces], _key_max(nc, bits), piece))
+    else:
+        edges = [_popped(pieces, i) for i in range(2 if bits is not None else 3)]
+        if len(pieces) > 1:
+            edges = list(sum_pairs(*edges, max(nc - 1, 0), max(nc - 1, 0)))
     del pieces
-    (ru, rv, rw), counts = exchange(comm, owner_of(cdist, cu), [cu, cv, w])
-    del cu, cv, w
-    if np.count_nonzero(counts) > 1:
-        ru, rv, rw = sum_pairs(ru, rv, rw, max(nc - 1, 0), max(nc - 1, 0))
+    rows = edges[0] >> bits if bits is not None else edges[0]
+    dest = owner_of(cdist, rows)
+    del rows
+    received, counts = exchange(comm, dest, edges)
+    del dest, edges
+    if np.count_nonzero(counts) > 1 and bits is not None:   # one sorted run from each rank
+        ends = np.cumsum(counts)
+        starts = ends - counts
+        key, w = received
+        received = list(sum_sorted_runs([key[a:b] for a, b in zip(starts, ends)],
+                                        [w[a:b] for a, b in zip(starts, ends)], _key_max(nc, bits), piece))
+        del key, w
+    elif np.count_nonzero(counts) > 1:
+        received = list(sum_pairs(*received, max(nc - 1, 0), max(nc - 1, 0)))
+    if bits is not None:
+        key, rw = received
+        del received
+        ru, rv = key >> bits, key & np.int64((1 << bits) - 1)
+        del key
+    else:
+        (ru, rv, rw), received = received, None
     xadj = np.zeros(cn + 1, dtype=np.int64)
     np.cumsum(np.bincount(ru - clo, minlength=cn), out=xadj[1:])
+    del ru
     coarse = LevelGraph(cdist, xadj, rv, rw, vwgt).with_totals(comm)
     return coarse, fine_to_coarse
+
+
+def _edge_sums(cu: np.ndarray, cv: np.ndarray, w: np.ndarray, nc: int, bits: "int | None") -> list:
+    """Distinct coarse edges with summed weights: [key, w] (key = cu << bits | cv) or [cu, cv, w]."""
+    if bits is None:
+        return list(sum_pairs(cu, cv, w, max(nc - 1, 0), max(nc - 1, 0)))
+    key = np.left_shift(cu, bits, dtype=np.int64)
+    key |= cv
+    return list(sum_keys(key, w, _key_max(nc, bits)))
+
+
+def _key_max(nc: int, bits: int) -> int:
+    """The largest key of an edge between coarse vertices 0..nc-1."""
+    return (max(nc - 1, 0) << bits) | max(nc - 1, 0)
+
+
+def _popped(pieces: list, i: int) -> np.ndarray:
+    """Column i of every piece, concatenated, each piece's column freed once copied."""
+    out = np.concatenate([p[i] for p in pieces]) if pieces else np.empty(0, np.int64)
+    for p in pieces:
+        p[i] = None
+    return out
