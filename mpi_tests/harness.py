@@ -19,6 +19,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, NoReturn, Optional, Sequence, Tuple
@@ -64,6 +65,11 @@ def mpi_env() -> Dict[str, str]:
     # PSM/PSM2 transports: 0.2 s less per mpiexec.
     env.setdefault("OMPI_MCA_pml", "ob1")
     env["PYTHONUNBUFFERED"] = "1"
+    # With PYTHONDONTWRITEBYTECODE (container images set it) every rank recompiles all of
+    # distpart's modules: 0.3 CPU-s per rank, per launch. The ranks cache their bytecode
+    # outside the clone instead, which stays as clean as the variable keeps it.
+    if env.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
+        env.setdefault("PYTHONPYCACHEPREFIX", os.path.join(tempfile.gettempdir(), f"distpart-pycache-{os.getuid()}"))
     return env
 
 

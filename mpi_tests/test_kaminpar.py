@@ -30,11 +30,22 @@ def _no_work_files(folder: Path) -> None:
         sorted(map(str, folder.rglob("*")))
 
 
+@pytest.fixture(scope="module")
+def one_thread(example_dir, tmp_path_factory) -> dict:
+    """`pipeline --method kaminpar --threads 1 --seed 11` on each rank count: {R: (OUT, run)}.
+    One run per R serves both the end-to-end checks and the same-assignment-for-any-R check
+    (the default thread count's pipeline runs in test_balance_edges_alone_balances_in_degree)."""
+    outs = {}
+    for r in RANKS:
+        out = tmp_path_factory.mktemp(f"kaminpar_r{r}") / "out"
+        outs[r] = out, distpart(r, "pipeline", example_dir, out, "--num-parts", NUM_PARTS, "--method", "kaminpar",
+                                "--threads", 1, "--seed", 11)
+    return outs
+
+
 @pytest.mark.parametrize("nranks", RANKS)
-def test_pipeline_kaminpar(nranks, example_dir, tmp_path):
-    out = tmp_path / "out"
-    run = distpart(nranks, "pipeline", example_dir, out, "--num-parts", NUM_PARTS, "--method", "kaminpar",
-                   "--seed", 3)
+def test_pipeline_kaminpar(nranks, example_dir, one_thread):
+    out, run = one_thread[nranks]
     assert "verify: OK" in run.stdout and "edge cut:" in run.stdout, run.output
     check_output(example_dir, out / "assignment", out)
     meta = json.loads((out / "assignment" / "partition_meta.json").read_text())
@@ -53,22 +64,18 @@ def test_pipeline_kaminpar(nranks, example_dir, tmp_path):
     _no_work_files(out)
 
 
-def test_one_thread_gives_the_same_assignment_for_any_rank_count(example_dir, tmp_path):
+def test_one_thread_gives_the_same_assignment_for_any_rank_count(example_dir, tmp_path, one_thread):
     """With one thread KaMinPar is deterministic for a seed (with more it is not), and the
     ParHIP file the ranks write together is the same graph for any R."""
-    files = {}
-    for r in RANKS:
-        assign_dir = tmp_path / f"a{r}"
-        distpart(r, "assign", example_dir, assign_dir, "--num-parts", NUM_PARTS, "--method", "kaminpar",
-                 "--threads", 1, "--seed", 11)
-        files[r] = {t: (assign_dir / f"{t}.txt").read_bytes() for t in NTYPES}
-        _no_work_files(assign_dir)
+    files = {r: {t: (out / "assignment" / f"{t}.txt").read_bytes() for t in NTYPES}
+             for r, (out, _) in one_thread.items()}
     for r in RANKS[1:]:
         assert files[r] == files[1], f"R={r} differs from R=1"
     other = tmp_path / "other-seed"
     distpart(1, "assign", example_dir, other, "--num-parts", NUM_PARTS, "--method", "kaminpar",
              "--threads", 1, "--seed", 12)
     assert {t: (other / f"{t}.txt").read_bytes() for t in NTYPES} != files[1]
+    _no_work_files(other)
 
 
 def test_balance_edges_alone_balances_in_degree(example_dir, tmp_path):

@@ -21,7 +21,8 @@ PROGRESS = re.compile(r"^distpart \[ *[0-9hms]+\] ", re.M)
 
 def test_progress_lines_with_eta_banner_and_log_file(tmp_path):
     from distpart.synthetic import homogeneous_graph
-    in_dir = homogeneous_graph(tmp_path / "in", 300_000, 3_000_000, num_chunks=2).parent
+    # Big enough for several progress lines 0.2 s apart (12 with ETAs on a 2-core CI machine).
+    in_dir = homogeneous_graph(tmp_path / "in", 150_000, 1_500_000, num_chunks=2).parent
     log = tmp_path / "run.log"
     run = distpart(2, "pipeline", in_dir, tmp_path / "out", "--num-parts", 2, "--method", "random",
                    "--progress-every", "0.2", "--log-file", log)
@@ -129,7 +130,8 @@ def test_two_processes_claiming_a_two_rank_world_without_a_launcher_refuse(examp
 
 def test_a_second_run_into_the_same_folder_is_refused_while_the_first_runs(tmp_path):
     from distpart.synthetic import homogeneous_graph
-    in_dir = homogeneous_graph(tmp_path / "in", 300_000, 3_000_000, num_chunks=2).parent
+    # Big enough that the first run still holds the lock (seconds) when the second starts.
+    in_dir = homogeneous_graph(tmp_path / "in", 150_000, 1_500_000, num_chunks=2).parent
     out = tmp_path / "out"
     first = subprocess.Popen(mpi_command(2, ["pipeline", in_dir, out, "--num-parts", 2, "--method", "random"]),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=mpi_env(),

@@ -194,7 +194,8 @@ CORRUPTIONS = {
 
 
 def test_verify_passes_good_output(good_output, example_dir):
-    for r in (1, 2, 4):
+    # 4 ranks: test_pipeline.py's pipelines end in this check on 1, 2 and 4 ranks.
+    for r in (1, 2):
         run = distpart(r, "verify", example_dir, good_output / "assignment", good_output)
         assert "verify: OK (4 partitions, 3003 nodes, 10000 edges, 7 features match the input)" in run.stdout
 
