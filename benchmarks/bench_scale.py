@@ -118,7 +118,9 @@ def run_jobs(in_dir: Path, out: Path, ranks: int, parts: int, method: str, stage
     t0 = time.perf_counter()
     for i, job in enumerate(jobs):
         path = out / f"stats{i}.json"
-        run = subprocess.run(mpiexec(ranks, [*job, "--stats-json", path]), env=mpi_env(), text=True,
+        # The progress lines also go to a file, to follow a run of an hour while it runs.
+        run = subprocess.run(mpiexec(ranks, [*job, "--stats-json", path, "--log-file", out / f"log{i}.txt"]),
+                             env=mpi_env(), text=True,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         if run.returncode != 0:
             sys.stderr.write(run.stdout[-4000:] + run.stderr[-4000:])

@@ -233,22 +233,29 @@ def sum_keys(key: np.ndarray, w: np.ndarray, key_max: int) -> Tuple[np.ndarray, 
 
 def sum_sorted_runs(keys: Sequence[np.ndarray], ws: Sequence[np.ndarray], key_max: int, piece: int
                     ) -> Tuple[np.ndarray, np.ndarray]:
-    """`sum_keys` of the concatenated runs, each already sorted: one slice of the key range at
-    a time (cut at every `piece`-th key of every run), so the temporaries are a slice's, not
-    the whole input's."""
-    keys = [k for k in keys]
-    cuts = sorted_unique(np.concatenate([np.empty(0, np.int64)] + [np.asarray(k[::piece], np.int64) for k in keys]))
-    cuts = np.append(cuts, np.int64(key_max) + 1) if len(cuts) else cuts
-    out_k, out_w = [], []
-    for v0, v1 in zip(cuts[:-1], cuts[1:]):
+    """`sum_keys` of the concatenated runs, each already sorted, one slice of the key range at
+    a time (about `piece` keys each: every run is cut at as many evenly spaced keys as there
+    are slices), written into one output that is shrunk in place at the end: the temporaries
+    are a slice's, not the whole input's."""
+    total = sum(len(k) for k in keys)
+    out_k, out_w = np.empty(total, np.int64), np.empty(total, np.int64)
+    if total == 0:
+        return out_k, out_w
+    slices = -(-total // max(int(piece), 1))
+    cuts = sorted_unique(np.concatenate([np.asarray(k[::max(1, -(-len(k) // slices))], np.int64)
+                                         for k in keys if len(k)]))
+    n = 0
+    for v0, v1 in zip(cuts, np.append(cuts[1:], np.int64(key_max) + 1)):
         spans = [(np.searchsorted(k, v0), np.searchsorted(k, v1)) for k in keys]
         k, w = sum_keys(np.concatenate([k[a:b] for k, (a, b) in zip(keys, spans)]),
                         np.concatenate([w[a:b] for w, (a, b) in zip(ws, spans)]), key_max)
-        out_k.append(k)
-        out_w.append(w)
-    if not out_k:
-        return np.empty(0, np.int64), np.empty(0, np.int64)
-    return np.concatenate(out_k), np.concatenate(out_w)
+        out_k[n:n + len(k)], out_w[n:n + len(k)] = k, w
+        n += len(k)
+    # realloc: a large block shrinks where it lies (mremap), no second copy.
+    out_k.resize(n, refcheck=False)
+    out_w.resize(n, refcheck=False)
+    return out_k, out_w
+
 
 def _run_sums(key: np.ndarray, ws: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     """(distinct values, summed weights) of a sorted key array and its weights."""
