@@ -101,18 +101,21 @@ def _cut(stdout: str) -> Optional[dict]:
             "edge_cut_fraction": round(int(m.group(1)) / max(1, int(m.group(2))), 6)} if m else None
 
 
+BALANCE_FLAGS = {"default": [], "nodes": ["--no-balance-ntypes", "--no-balance-edges"]}
+
+
 def run_jobs(in_dir: Path, out: Path, ranks: int, parts: int, method: str, stages_apart: bool,
-             ) -> tuple:
+             balance: str = "default") -> tuple:
     """Run the pipeline (or its three commands); return (stats, cut, mpiexec wall seconds)."""
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     if stages_apart:
         assign = out / "assignment"
-        jobs = [["assign", in_dir, assign, "--num-parts", parts, "--method", method],
+        jobs = [["assign", in_dir, assign, "--num-parts", parts, "--method", method, *BALANCE_FLAGS[balance]],
                 ["dispatch", in_dir, assign, out / "parts"],
                 ["verify", in_dir, assign, out / "parts"]]
     else:
-        jobs = [["pipeline", in_dir, out / "parts", "--num-parts", parts, "--method", method]]
+        jobs = [["pipeline", in_dir, out / "parts", "--num-parts", parts, "--method", method, *BALANCE_FLAGS[balance]]]
     stats: dict = {"ranks": ranks, "stages": []}
     cut = None
     t0 = time.perf_counter()
@@ -165,11 +168,12 @@ def measure(args: argparse.Namespace, edges: int, ranks: int, label: str) -> dic
     out = args.work_dir / f"out-{label}"
     print(f"running {'assign/dispatch/verify' if args.stages_apart else 'pipeline'} on {ranks} ranks, "
           f"{parts} partitions, --method {args.method} ...", flush=True)
-    stats, cut, wall = run_jobs(in_dir, out, ranks, parts, args.method, args.stages_apart)
+    stats, cut, wall = run_jobs(in_dir, out, ranks, parts, args.method, args.stages_apart, args.balance)
     rows = stage_rows(stats, in_dir, ranks, parts, args.method)
     result = {"graph": f"rmat {nodes} nodes / {edges} edges, 2 node types, {FEAT_DIM}-float node feature, "
                        f"float32 edge feature, parquet", "nodes": nodes, "edges": edges, "seed": args.seed,
-              "method": args.method, "ranks": ranks, "num_parts": parts, "stages_apart": args.stages_apart,
+              "method": args.method, "balance": args.balance, "ranks": ranks, "num_parts": parts,
+              "stages_apart": args.stages_apart,
               "feature_bytes": feature_bytes(load_metadata(in_dir)),
               "mpiexec_wall_s": round(wall, 1), "cut": cut, "stages": rows,
               "command": command_line(args, edges, ranks)}
@@ -192,6 +196,8 @@ def command_line(args: argparse.Namespace, edges: int, ranks: int) -> str:
         parts.append(f"--method {args.method}")
     if args.stages_apart:
         parts.append("--stages-apart")
+    if args.balance != "default":
+        parts.append(f"--balance {args.balance}")
     return " ".join(parts)
 
 
@@ -274,6 +280,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--ranks", type=int, default=2)
     ap.add_argument("--num-parts", type=int, help="default: the number of ranks")
     ap.add_argument("--method", default="multilevel", choices=["multilevel", "parmetis", "kaminpar", "random"])
+    ap.add_argument("--balance", choices=sorted(BALANCE_FLAGS), default="default",
+                    help="the constraints Step 1 balances: distpart's default (node types and edges) or "
+                         "node counts only (--no-balance-ntypes --no-balance-edges)")
     ap.add_argument("--work-dir", type=Path, default=Path("/var/tmp/scale"),
                     help="inputs (cached) and outputs (default /var/tmp/scale)")
     ap.add_argument("--generate-only", action="store_true", help="write the input and stop")

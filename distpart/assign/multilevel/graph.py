@@ -35,7 +35,7 @@ HUB_SKEW = 8
 # level (which holds the run's memory peak); none changes a result (the pieces are summed or
 # handled independently).
 CONTRACT_PIECE = 1 << 20
-AFTERBURNER_PIECE = 1 << 22
+AFTERBURNER_PIECE = 1 << 20
 EVALUATE_PIECE = 1 << 20
 HALO_PIECE = 1 << 22
 LP_PIECE = 1 << 22     # of the level's entries; a label propagation batch takes its share
