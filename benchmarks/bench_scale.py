@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import re
 import shutil
 import subprocess
@@ -175,7 +176,7 @@ def measure(args: argparse.Namespace, edges: int, ranks: int, label: str) -> dic
               "method": args.method, "balance": args.balance, "ranks": ranks, "num_parts": parts,
               "stages_apart": args.stages_apart,
               "feature_bytes": feature_bytes(load_metadata(in_dir)),
-              "mpiexec_wall_s": round(wall, 1), "cut": cut, "stages": rows,
+              "mpiexec_wall_s": round(wall, 1), "cut": cut, "stages": rows, "commit": code_commit(),
               "command": command_line(args, edges, ranks)}
     print(f"{result['graph']}: {args.method}, {ranks} ranks; mpiexec wall {wall:.1f} s; cut {cut}")
     print_table([{**r, "peak_rss_mb": " ".join(f"{v:.0f}" for v in r["peak_rss_mb"])} for r in rows])
@@ -184,6 +185,15 @@ def measure(args: argparse.Namespace, edges: int, ranks: int, label: str) -> dic
     # Each run kept on its own too: a series cut short keeps its runs (--weak-from rebuilds it).
     write_json(args.work_dir / f"result-{label}.json", result)
     return result
+
+
+def code_commit() -> Optional[str]:
+    """The commit of the code that ran (short hash; DISTPART_COMMIT for a copy outside git)."""
+    if os.environ.get("DISTPART_COMMIT"):
+        return os.environ["DISTPART_COMMIT"]
+    run = subprocess.run(["git", "-C", str(Path(__file__).resolve().parent), "rev-parse", "--short", "HEAD"],
+                         capture_output=True, text=True)
+    return (run.stdout.strip() or None) if run.returncode == 0 else None
 
 
 def command_line(args: argparse.Namespace, edges: int, ranks: int) -> str:

@@ -58,9 +58,11 @@ def _stage_rows(run: dict, name: str) -> List[List[str]]:
     rows = []
     for stage, g in grouped(run).items():
         est, ratio = f"{g['estimate_mb']:,.0f}", f"{g['measured_over_estimate']:.2f}"
-        rows.append([_label(run), run["method"], str(run["ranks"]), stage + (" (own)" if run.get("stages_apart") else ""),
+        method = run["method"] + ("" if run.get("balance", "default") == "default" else f" ({run['balance']} only)")
+        code = f" @ {run['commit']}" if run.get("commit") else " (before issue 31's reductions)"
+        rows.append([_label(run), method, str(run["ranks"]), stage + (" (own)" if run.get("stages_apart") else ""),
                      f"{g['wall_s']:.1f}", "/".join(f"{v:.0f}" for v in g["peak_rss_mb"]),
-                     f"{g['bytes_per_edge']:.0f}", est, ratio, f"`{name}`"])
+                     f"{g['bytes_per_edge']:.0f}", est, ratio, f"`{name}`{code}"])
     return rows
 
 
@@ -77,8 +79,9 @@ def perf_sizing(results: Path) -> str:
     return (_table(HEAD, rows) + "\n\nPeaks are high-water marks: in one `pipeline` process a stage's peak is the "
             "largest so far (marked \"own\" where the stages ran as separate jobs, `--stages-apart`). B/edge: the "
             "summed peak over ranks per input edge; the estimate is the guard's for the largest rank with the current "
-            "constants (`distpart/chunked/estimate.py`), in one process the largest of the stages so far. Measured on "
-            "a loaded 2-core machine with the code before the memory reductions of issue 31.")
+            "constants (`distpart/chunked/estimate.py`), in one process the largest of the stages so far; 'from': the "
+            "results file and the commit that ran (older files ran before issue 31's memory reductions). Measured on "
+            "this 2-core machine, often beside other jobs (walls are not comparable across rows).")
 
 
 def perf_weak(results: Path) -> str:
