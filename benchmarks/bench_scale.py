@@ -120,6 +120,7 @@ def run_jobs(in_dir: Path, out: Path, ranks: int, parts: int, method: str, stage
     stats: dict = {"ranks": ranks, "stages": []}
     cut = None
     t0 = time.perf_counter()
+    verified = []
     for i, job in enumerate(jobs):
         path = out / f"stats{i}.json"
         # The progress lines also go to a file, to follow a run of an hour while it runs.
@@ -130,10 +131,12 @@ def run_jobs(in_dir: Path, out: Path, ranks: int, parts: int, method: str, stage
             sys.stderr.write(run.stdout[-4000:] + run.stderr[-4000:])
             raise SystemExit(f"{job[0]} failed with exit {run.returncode}")
         cut = cut or _cut(run.stdout)
+        verified += [line for line in run.stdout.splitlines() if line.startswith("verify: ")]
         job_stats = json.loads(path.read_text())
         for row in job_stats["stages"]:
             row["job"] = str(job[0])
         stats["stages"] += job_stats["stages"]
+    stats["verify"] = verified[-1] if verified else None   # the check's own line ("verify: OK (...)")
     return stats, cut, time.perf_counter() - t0
 
 
@@ -176,7 +179,8 @@ def measure(args: argparse.Namespace, edges: int, ranks: int, label: str) -> dic
               "method": args.method, "balance": args.balance, "ranks": ranks, "num_parts": parts,
               "stages_apart": args.stages_apart,
               "feature_bytes": feature_bytes(load_metadata(in_dir)),
-              "mpiexec_wall_s": round(wall, 1), "cut": cut, "stages": rows, "commit": code_commit(),
+              "mpiexec_wall_s": round(wall, 1), "cut": cut, "verify": stats.get("verify"), "stages": rows,
+              "commit": code_commit(),
               "command": command_line(args, edges, ranks)}
     print(f"{result['graph']}: {args.method}, {ranks} ranks; mpiexec wall {wall:.1f} s; cut {cut}")
     print_table([{**r, "peak_rss_mb": " ".join(f"{v:.0f}" for v in r["peak_rss_mb"])} for r in rows])
