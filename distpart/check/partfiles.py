@@ -181,16 +181,16 @@ def check_graph(gpath: Path, g: PartitionGraph, p: int, node_counts: np.ndarray,
             i = int(wrong[0])
             raise OutputError(gpath, f"part_id of node _ID {int(nid[i])} is {int(g.ndata['part_id'][i])}, "
                                      f"but node_map puts it in partition {int(owner[i])}")
-    if any((d >= n_inner).any() for (d,) in _pieces(g.dst)):
+    if any((d >= n_inner).any() for (d,) in mapped_pieces(g.dst)):
         raise OutputError(gpath, "an edge's destination is not owned by this partition")
     eid, etype = g.edata["_ID"], g.edata["_TYPE"]
     e_first = int(range_starts(edge_counts)[p, 0]) if edge_counts.size else 0
     n_edges = int(edge_counts[p].sum())
     if len(eid) != n_edges or not _is_range(eid, e_first):
         raise OutputError(gpath, f"edge _ID are not the edge_map range [{e_first}, {e_first + n_edges})")
-    if n_edges and not all(np.array_equal(t, type_of(i, edge_counts)) for t, i in _pieces(etype, eid)):
+    if n_edges and not all(np.array_equal(t, type_of(i, edge_counts)) for t, i in mapped_pieces(etype, eid)):
         raise OutputError(gpath, "edge _TYPE disagrees with edge_map")
-    for lo, (flags,) in zip(range(0, n_edges, _ROWS), _pieces(g.edata["inner_edge"])):
+    for lo, (flags,) in zip(range(0, n_edges, _ROWS), mapped_pieces(g.edata["inner_edge"])):
         cleared = np.flatnonzero(flags != 1)
         if len(cleared):
             i = lo + int(cleared[0])
@@ -199,7 +199,7 @@ def check_graph(gpath: Path, g: PartitionGraph, p: int, node_counts: np.ndarray,
     return nid, eid, etype
 
 
-def _pieces(*arrays: np.ndarray) -> Iterator[Tuple[np.ndarray, ...]]:
+def mapped_pieces(*arrays: np.ndarray) -> Iterator[Tuple[np.ndarray, ...]]:
     """Aligned pieces of `_ROWS` rows of equally long arrays; the pages of memory-mapped ones
     are released after each piece, so a check holds one piece of a mapped graph, not all of it."""
     for lo in range(0, len(arrays[0]), _ROWS):
@@ -240,7 +240,7 @@ def _check_halo(gpath: Path, g: PartitionGraph, nid: np.ndarray, n_inner: int, f
     if (np.diff(halo) < 0).any():
         raise OutputError(gpath, "halo nodes are not in ascending _ID order")
     used = np.zeros(len(halo), dtype=bool)
-    for (src,) in _pieces(g.src):
+    for (src,) in mapped_pieces(g.src):
         used[src[src >= n_inner] - n_inner] = True
     if not used.all():
         i = int(np.flatnonzero(~used)[0])
@@ -275,7 +275,7 @@ class EdgeClaims:
         g = read_graph(self.gpath, mmap=True)   # checked whole by load_part
         ids_of_type = self.orig_eids[et.name]
         at = 0
-        for s, d, ids, types in _pieces(g.src, g.dst, g.edata["_ID"], g.edata["_TYPE"]):
+        for s, d, ids, types in mapped_pieces(g.src, g.dst, g.edata["_ID"], g.edata["_TYPE"]):
             sel = slice(None) if len(self.meta.edge_types) == 1 else np.flatnonzero(types == e)
             k = len(ids) if isinstance(sel, slice) else len(sel)
             orig[at:at + k] = ids_of_type[ids[sel] - self.starts[e]]

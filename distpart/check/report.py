@@ -27,6 +27,7 @@ from ..partitions.dglformat import read_graph, read_tensor_dict
 from ..partitions.layout import PartitionLayout, check_layout
 from ..paths import CONFIG_FILE, write_file
 from .dglstart import empty_type_warnings
+from .partfiles import mapped_pieces
 from .plot import plot_report
 from ..errors import OutputError
 from ..chunked.metadata import read_json
@@ -132,13 +133,15 @@ def seed_split(train_per_part: Sequence[int]) -> dict:
 def _part_stats(out_dir: Path, config: dict, p: int, ntypes: List[str], features: Sequence[str],
                 train_masks: Sequence[str]) -> dict:
     files = config[f"part-{p}"]
-    g = read_graph(out_dir / files["part_graph"])
+    # Mapped and walked in pieces: the largest partition's graph is never held whole.
+    g = read_graph(out_dir / files["part_graph"], mmap=True)
     per_type = {t: int(config["node_map"][t][p][1] - config["node_map"][t][p][0]) for t in ntypes}
     inner = sum(per_type.values())
     per_etype = {e: int(config["edge_map"][e][p][1] - config["edge_map"][e][p][0]) for e in config["edge_map"]}
     stats = {"partition": p, "nodes": inner, "nodes_per_type": per_type, "edges": int(len(g.src)),
-             "edges_per_type": per_etype,
-             "halo_nodes": int(g.num_nodes - inner), "cut_edges": int((g.src >= inner).sum())}
+             "edges_per_type": per_etype, "halo_nodes": int(g.num_nodes - inner),
+             "cut_edges": sum(int(np.count_nonzero(src >= inner)) for (src,) in mapped_pieces(g.src))}
+    del g
     # Which types carry a feature (every partition stores each one, with zero rows if need be):
     # a type with none cannot stop DGL's servers however it is spread (dglstart).
     feats = read_tensor_dict(out_dir / files["node_feats"], mmap=True)
