@@ -140,12 +140,18 @@ def run_jobs(in_dir: Path, out: Path, ranks: int, parts: int, method: str, stage
     return stats, cut, time.perf_counter() - t0
 
 
-def stage_rows(stats: dict, in_dir: Path, ranks: int, parts: int, method: str) -> List[dict]:
+def balance_columns(balance: str, meta) -> int:
+    """The constraint columns Step 1 balances under `--balance` (what the guard is told)."""
+    from distpart.assign.balance import BalanceOptions
+    return BalanceOptions(ntypes=balance == "default", edges=balance == "default").columns(meta)
+
+
+def stage_rows(stats: dict, in_dir: Path, ranks: int, parts: int, method: str, balance: str = "default") -> List[dict]:
     """Per stage: wall, peak per rank, B/edge (summed peak / input edges), the guard's
     estimate of the largest rank's peak so far in its job, and measured/estimate."""
     meta = load_metadata(in_dir)
     edges = sum(meta.edge_counts)
-    est = estimate_stage_peaks(meta, ranks, method)
+    est = estimate_stage_peaks(meta, ranks, method, columns=balance_columns(balance, meta))
     rows, job, est_so_far = [], None, 0
     for row in stats["stages"]:
         if row.get("job") != job:  # a new process: its high-water mark starts again
@@ -173,7 +179,7 @@ def measure(args: argparse.Namespace, edges: int, ranks: int, label: str) -> dic
     print(f"running {'assign/dispatch/verify' if args.stages_apart else 'pipeline'} on {ranks} ranks, "
           f"{parts} partitions, --method {args.method} ...", flush=True)
     stats, cut, wall = run_jobs(in_dir, out, ranks, parts, args.method, args.stages_apart, args.balance)
-    rows = stage_rows(stats, in_dir, ranks, parts, args.method)
+    rows = stage_rows(stats, in_dir, ranks, parts, args.method, args.balance)
     result = {"graph": f"rmat {nodes} nodes / {edges} edges, 2 node types, {FEAT_DIM}-float node feature, "
                        f"float32 edge feature, parquet", "nodes": nodes, "edges": edges, "seed": args.seed,
               "method": args.method, "balance": args.balance, "ranks": ranks, "num_parts": parts,
@@ -274,6 +280,8 @@ def fit(paths: Sequence[Path]) -> Dict[str, float]:
                 if key is None or not own:
                     continue
                 model = STAGE_MODELS[key]
+                if key.startswith("assign/") and run.get("balance", "default") != "nodes":
+                    key += " multi"   # Step 1 balancing several columns: per_edge_multi
                 rank_bytes = row["max_peak_mb"] * 2**20 - BASE_BYTES
                 spread = 1 if model.whole_graph else run["ranks"]
                 rest = model.per_node * run["nodes"] + model.features * run.get("feature_bytes", 0)
@@ -281,7 +289,9 @@ def fit(paths: Sequence[Path]) -> Dict[str, float]:
     fitted = {}
     for key, values in sorted(per_stage.items()):
         fitted[key] = round(max(values), 1)
-        print(f"{key:<20} per_edge fitted {fitted[key]:7.1f}  current {STAGE_MODELS[key].per_edge:7.1f}  "
+        model = STAGE_MODELS[key.split()[0]]
+        current = model.per_edge_multi if key.endswith(" multi") else model.per_edge
+        print(f"{key:<26} per_edge fitted {fitted[key]:7.1f}  current {current or 0:7.1f}  "
               f"(from {len(values)} measurements: {', '.join(f'{v:.1f}' for v in values)})")
     return fitted
 

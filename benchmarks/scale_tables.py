@@ -38,7 +38,9 @@ def grouped(run: dict) -> Dict[str, dict]:
     so_far = 0
     for name, g in out.items():
         model = STAGE_MODELS[f"assign/{run['method']}" if name == "assign" else name]
-        est = stage_peak(model, run["nodes"], run["edges"], run.get("feature_bytes", 0), run["ranks"])
+        # The model tells one balanced column (--balance nodes) from several (the default).
+        columns = 1 if run.get("balance") == "nodes" else 2
+        est = stage_peak(model, run["nodes"], run["edges"], run.get("feature_bytes", 0), run["ranks"], columns)
         so_far = est if run.get("stages_apart") else max(so_far, est)
         g["estimate_mb"] = so_far / 2**20
         g["measured_over_estimate"] = max(g["peak_rss_mb"]) / g["estimate_mb"]

@@ -137,7 +137,8 @@ def pipeline(comm: "Intracomm", args: argparse.Namespace, log: StageLog) -> None
     with _started(comm, args, log, writes=[args.out_dir, assign_dir], num_parts=args.num_parts) as run:
         graphbolt = _graphbolt(comm, args)
         meta = _input(comm, args, log)
-        _check_resources(comm, args, meta, run.graph_formats, log, options.method, args.verify)
+        _check_resources(comm, args, meta, run.graph_formats, log, options.method, args.verify,
+                         options.balance().columns(meta))
         _claim(comm, args, meta, steps.pipeline_folders(args.out_dir, args.assign_dir, meta.node_types))
         input_key = steps.fingerprint_input(comm, meta)
         assignment = steps.assign(comm, meta, assign_dir, options, RunKey(input_key, options.recorded()),
@@ -225,9 +226,9 @@ def _graphbolt(comm: "Intracomm", args: argparse.Namespace) -> Optional[Graphbol
 
 
 def _check_resources(comm: "Intracomm", args: argparse.Namespace, meta, formats: Sequence[str],
-                     log: StageLog, method: Optional[str] = None, verify: bool = False) -> None:
+                     log: StageLog, method: Optional[str] = None, verify: bool = False, columns: int = 1) -> None:
     steps.check_resources(comm, meta, args.num_parts or comm.Get_size(), args.out_dir, formats,
-                          not args.no_space_check, args.max_memory_gb, log.progress, method, verify)
+                          not args.no_space_check, args.max_memory_gb, log.progress, method, verify, columns)
 
 
 def _output_options(step1: dict, assignment) -> dict:

@@ -60,13 +60,14 @@ def validate_input(comm: "Intracomm", in_dir: Path, log: StageLog, full: bool = 
 
 def check_resources(comm: "Intracomm", meta: GraphMeta, num_parts: int, out_dir: Path,
                     graph_formats: Sequence[str], space_check: bool, max_memory_gb: Optional[float],
-                    progress: Progress, method: Optional[str] = None, verify: bool = False) -> None:
+                    progress: Progress, method: Optional[str] = None, verify: bool = False,
+                    columns: int = 1) -> None:
     """Refuse before any work when the output cannot fit or a stage (Step 1 with `method`
-    unless None, dispatch, verify with `verify`) would exceed `max_memory_gb` per rank
-    (estimates from the metadata)."""
+    unless None, balancing `columns` constraint columns; dispatch; verify with `verify`) would
+    exceed `max_memory_gb` per rank (estimates from the metadata)."""
     with agreed(comm):
         need = estimate_output_bytes(meta, num_parts, graph_formats)
-        peaks = estimate_stage_peaks(meta, comm.Get_size(), method, verify)
+        peaks = estimate_stage_peaks(meta, comm.Get_size(), method, verify, columns)
         if comm.Get_rank() == 0:
             per_stage = ", ".join(f"{s} about {gib(e)}" for s, e in peaks.items())
             progress.say(f"estimates: output about {gib(need)}; per rank {per_stage}")

@@ -97,7 +97,7 @@ def test_fit_gives_the_bytes_per_edge_a_results_file_implies(tmp_path, capsys):
     model = STAGE_MODELS["dispatch"]
     # Step 1 peaks at 2000 MiB per rank; dispatch alone (stages apart) at 1500 MiB.
     run = {"method": "multilevel", "ranks": 2, "edges": edges, "nodes": nodes, "feature_bytes": 0,
-           "stages_apart": True,
+           "stages_apart": True, "balance": "nodes",
            "stages": [{"stage": "assign", "peak_rss_mb": [1900, 2000], "max_peak_mb": 2000, "job": "assign"},
                       {"stage": "edges", "peak_rss_mb": [1500, 1400], "max_peak_mb": 1500, "job": "dispatch"}]}
     path = tmp_path / "r.json"
@@ -116,6 +116,10 @@ def test_fit_gives_the_bytes_per_edge_a_results_file_implies(tmp_path, capsys):
     run["stages"][1]["max_peak_mb"] = 2000
     path.write_text(json.dumps(run))
     assert set(B.fit([path])) == {"assign/multilevel"}
+    # Step 1 balancing several columns (the default set) is fitted to its own constant.
+    del run["balance"]
+    path.write_text(json.dumps(run))
+    assert set(B.fit([path])) == {"assign/multilevel multi"}
 
 
 def test_sizing_tables_group_dispatch_and_fill_the_200m_placeholder(tmp_path):

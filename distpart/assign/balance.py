@@ -30,6 +30,12 @@ class BalanceOptions:
     imbalance: float = 1.05
     edge_imbalance: Optional[float] = None   # --balance-edges FACTOR: the in-degree columns' own cap
 
+    def columns(self, meta: GraphMeta) -> int:
+        """How many constraint columns `vertex_weights` builds (before unusable ones are dropped)."""
+        types = len(meta.node_types) if self.ntypes else 1
+        edges = (len(meta.node_types) if self.ntypes and len(meta.node_types) > 1 else 1) if self.edges else 0
+        return types + edges + len(self.features)
+
     def imbalances(self, names: Sequence[str]) -> np.ndarray:
         """The allowed max/average of each constraint column named `names`, in order."""
         edge = self.imbalance if self.edge_imbalance is None else self.edge_imbalance

@@ -33,6 +33,12 @@ class StageModel:
     per_node: float = 0.0
     features: float = 0.0
     whole_graph: bool = False   # held by one process, whatever the number of ranks
+    # Step 1 balancing more than one column (node types, edges, masks) holds more per edge.
+    per_edge_multi: Optional[float] = None
+
+    def edge_bytes(self, columns: int = 1) -> float:
+        """Bytes per input edge when Step 1 balances `columns` constraint columns."""
+        return self.per_edge_multi if columns > 1 and self.per_edge_multi is not None else self.per_edge
 
 
 STAGE_MODELS: Dict[str, StageModel] = {
@@ -72,21 +78,23 @@ def estimate_output_bytes(meta: GraphMeta, num_parts: int, graph_formats: Sequen
     return sparse + edges * _EDGE_BYTES + nodes * _NODE_BYTES + halo * _HALO_BYTES + feature_bytes(meta)
 
 
-def stage_peak(model: StageModel, nodes: int, edges: int, feats: int, nranks: int) -> int:
-    """One rank's peak under `model` for a graph of these sizes (feats: feature bytes)."""
-    total = model.per_edge * edges + model.per_node * nodes + model.features * feats
+def stage_peak(model: StageModel, nodes: int, edges: int, feats: int, nranks: int, columns: int = 1) -> int:
+    """One rank's peak under `model` for a graph of these sizes (feats: feature bytes;
+    columns: the constraint columns Step 1 balances)."""
+    total = model.edge_bytes(columns) * edges + model.per_node * nodes + model.features * feats
     return int(total / (1 if model.whole_graph else max(1, nranks))) + BASE_BYTES
 
 
 def estimate_stage_peaks(meta: GraphMeta, nranks: int, method: Optional[str] = "multilevel",
-                         verify: bool = True) -> Dict[str, int]:
+                         verify: bool = True, columns: int = 1) -> Dict[str, int]:
     """Expected peak resident memory of one rank in each stage a run will enter, by stage:
-    "assign" (Step 1 with `method`; None: the assignment is read), "dispatch", "verify"."""
+    "assign" (Step 1 with `method`, balancing `columns` constraint columns; None: the
+    assignment is read), "dispatch", "verify"."""
     nodes, edges, feats = sum(meta.node_counts), sum(meta.edge_counts), feature_bytes(meta)
     out = {}
     if method is not None:
         model = STAGE_MODELS.get(f"assign/{method}", STAGE_MODELS["assign/multilevel"])
-        out["assign"] = stage_peak(model, nodes, edges, feats, nranks)
+        out["assign"] = stage_peak(model, nodes, edges, feats, nranks, columns)
     out["dispatch"] = stage_peak(STAGE_MODELS["dispatch"], nodes, edges, feats, nranks)
     if verify:
         out["verify"] = stage_peak(STAGE_MODELS["verify"], nodes, edges, feats, nranks)
