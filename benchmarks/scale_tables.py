@@ -151,19 +151,20 @@ def perf_200m(results: Path) -> str:
 
 
 def machines_needed(edges: int, memory_gb: float, method: str = "multilevel", edges_per_node: int = 16,
-                    feature_bytes: int = 0, usable: float = 0.9) -> Optional[int]:
+                    feature_bytes: int = 0, usable: float = 0.9, columns: int = 2) -> Optional[int]:
     """One rank per machine: the fewest machines on which every stage's estimated peak per
-    rank stays within `usable` of `memory_gb` (None: no count does, e.g. a whole-graph stage)."""
+    rank stays within `usable` of `memory_gb` (None: no count does, e.g. a whole-graph stage).
+    `columns`: the constraint columns Step 1 balances (the default set has several)."""
     nodes = edges // edges_per_node
     cap = usable * memory_gb * 2**30
     models: List[StageModel] = [STAGE_MODELS[f"assign/{method}"], STAGE_MODELS["dispatch"], STAGE_MODELS["verify"]]
     need = 1
     for m in models:
-        if stage_peak(m, nodes, edges, feature_bytes, 1) <= cap:
+        if stage_peak(m, nodes, edges, feature_bytes, 1, columns) <= cap:
             continue
         if m.whole_graph or cap <= BASE_BYTES:
             return None
-        total = m.per_edge * edges + m.per_node * nodes + m.features * feature_bytes
+        total = m.edge_bytes(columns) * edges + m.per_node * nodes + m.features * feature_bytes
         need = max(need, math.ceil(total / (cap - BASE_BYTES)))
     return need
 
@@ -177,8 +178,10 @@ def perf_machines(results: Path) -> str:
         for method in ("multilevel", "parmetis"):
             cells = [machines_needed(edges, m, method) for m in memories]
             rows.append([name, method] + [str(c) if c is not None else "-" for c in cells])
-    per_edge = ", ".join(f"{k} {v.per_edge:g}" for k, v in STAGE_MODELS.items() if not k.endswith("random"))
+    per_edge = ", ".join(f"{k} {v.per_edge:g}" + (f" ({v.per_edge_multi:g} balancing several columns)"
+                                                   if v.per_edge_multi else "")
+                         for k, v in STAGE_MODELS.items() if not k.endswith("random"))
     return (_table(["edges", "Step 1 method"] + [f"machines of {m} GiB" for m in memories], rows)
-            + f"\n\nOne rank per machine, 16 edges per node, no features (add twice the feature bytes to "
+            + f"\n\nOne rank per machine, Step 1 balancing the default constraint set, 16 edges per node, no features (add twice the feature bytes to "
             f"dispatch and verify), at most 90% of each machine's memory; from the guard's constants in bytes per "
             f"edge summed over ranks ({per_edge}; `distpart/chunked/estimate.py`).")

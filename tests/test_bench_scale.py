@@ -137,7 +137,7 @@ def test_sizing_tables_group_dispatch_and_fill_the_200m_placeholder(tmp_path):
     assert g["dispatch"]["wall_s"] == 4.0 and g["dispatch"]["peak_rss_mb"] == [350, 330]
     assert g["dispatch"]["bytes_per_edge"] == 680    # (350 + 330) MiB over 2**20 edges
     from distpart.chunked.estimate import stage_peak
-    step1 = stage_peak(STAGE_MODELS["assign/multilevel"], 2**16, 2**20, 0, 2)
+    step1 = stage_peak(STAGE_MODELS["assign/multilevel"], 2**16, 2**20, 0, 2, columns=4)   # the default set
     dispatch = stage_peak(STAGE_MODELS["dispatch"], 2**16, 2**20, 0, 2)
     assert g["assign"]["estimate_mb"] == step1 / 2**20
     assert g["dispatch"]["estimate_mb"] == max(step1, dispatch) / 2**20   # one process: the peak so far
@@ -156,8 +156,8 @@ def test_machines_needed_follows_the_guards_model():
     # `need` machines hold every stage within 90% of their memory, one fewer would not.
     nodes = n // 16
     stages = [STAGE_MODELS[k] for k in ("assign/multilevel", "dispatch", "verify")]
-    assert all(stage_peak(m, nodes, n, 0, need) <= 0.9 * 64 * 2**30 for m in stages)
-    assert any(stage_peak(m, nodes, n, 0, need - 1) > 0.9 * 64 * 2**30 for m in stages)
+    assert all(stage_peak(m, nodes, n, 0, need, columns=2) <= 0.9 * 64 * 2**30 for m in stages)
+    assert any(stage_peak(m, nodes, n, 0, need - 1, columns=2) > 0.9 * 64 * 2**30 for m in stages)
     assert T.machines_needed(1000, 24) == 1
     # KaMinPar holds the whole graph in one process: past one machine's memory no count helps.
     assert T.machines_needed(10**11, 24, method="kaminpar") is None

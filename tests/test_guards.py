@@ -2,6 +2,7 @@
 import errno
 import os
 
+import numpy as np
 import pytest
 
 from distpart.errors import InputError, OutputError
@@ -71,6 +72,19 @@ def test_stage_estimates_cover_every_stage_and_scale_with_ranks(example):
     assert estimate_stage_peaks(example, 4, "kaminpar")["assign"] == estimate_stage_peaks(example, 1, "kaminpar")["assign"]
     # The guard's dispatch figure is the one the older single-stage estimate gave.
     assert one["dispatch"] == estimate_peak_rss(example, 1)
+    # Step 1 balancing several columns holds more per edge than node counts alone.
+    several = estimate_stage_peaks(example, 1, "multilevel", columns=4)
+    assert several["assign"] > one["assign"] and several["dispatch"] == one["dispatch"]
+
+
+def test_balance_options_count_the_columns_vertex_weights_builds(example):
+    from distpart.assign.balance import BalanceOptions, vertex_weights
+    n = sum(example.node_counts)
+    offsets = np.concatenate([[0], np.cumsum(example.node_counts)])
+    for opts in (BalanceOptions(), BalanceOptions(ntypes=True), BalanceOptions(edges=True),
+                 BalanceOptions(ntypes=True, edges=True)):
+        weights, names = vertex_weights(example, opts, offsets, 0, n, np.ones(n, dtype=np.int64))
+        assert opts.columns(example) == weights.shape[1] == len(names), names
 
 
 def test_a_run_that_would_not_fit_is_refused_naming_the_stage_and_its_estimate():

@@ -43,11 +43,14 @@ class StageModel:
 
 STAGE_MODELS: Dict[str, StageModel] = {
     # Twice the feature bytes: the received feature rows and the output buffer. Own peaks of the
-    # largest rank, 2 ranks (it holds the larger partition): benchmarks/results/scale_{5m,20m}_apart.json.
-    "dispatch": StageModel(95, 40, 2.0),
-    "verify": StageModel(108, 40, 2.0),
-    # benchmarks/results/scale_weak_5m.json (its largest rank of 4; ranks grow unequal) and scale_20m.json.
-    "assign/multilevel": StageModel(149, 40),
+    # largest rank, 2 ranks (it holds the larger partition): results/scale_20m_apart.json and
+    # scale_200m.json (fitted with bench_scale.py --fit).
+    "dispatch": StageModel(41, 40, 2.0),
+    "verify": StageModel(28, 40, 2.0),
+    # One column (node counts): results/scale_{20m_apart,200m,weak_5m}.json. Several (the default
+    # set, node types and edges; or with a mask): RMAT 2M/20M on 2 ranks, peaks in the commit
+    # messages of issue 31's memory work (bench_scale has no default-set run of this code yet).
+    "assign/multilevel": StageModel(34, 40, per_edge_multi=60),
     # benchmarks/results/assign_rmat_2m.json (RMAT 2M/20M, 2 ranks: 2823/3064 MB).
     "assign/parmetis": StageModel(306, 40),
     # Not measured by bench_scale: KaMinPar's own check (assign/kaminpar.py) sizes its process.
