@@ -146,7 +146,8 @@ def perf_200m(results: Path) -> str:
     cut = run.get("cut") or {}
     cut_text = f"; cut {100 * cut['edge_cut_fraction']:.2f}% of edges" if cut else ""
     return (_table(HEAD, _stage_rows(run, RUN_200M))
-            + f"\n\n`{run['command']}`: mpiexec wall {run['mpiexec_wall_s']:,.0f} s{cut_text}."
+            + f"\n\n`{run['command']}`: mpiexec wall {run['mpiexec_wall_s']:,.0f} s{cut_text}"
+            + (f"; `{run['verify']}`." if run.get("verify") else ".")
             + extrapolated(results, run["edges"]))
 
 
