@@ -97,13 +97,14 @@ def perf_weak(results: Path) -> str:
             if len(peaks) != len(runs):
                 continue
             spread = max(peaks) / min(peaks) - 1
-            out.append([f"{data['edges_per_rank'] / 1e6:g}M", stage]
+            balance = "node counts" if runs[0].get("balance") == "nodes" else "default set"
+            out.append([f"{data['edges_per_rank'] / 1e6:g}M, {balance}", stage]
                        + [f"{p:,.0f} ({g[stage]['wall_s']:.0f} s)" for p, g in zip(peaks, per)]
                        + [f"{100 * spread:.0f}%", f"`{f.name}`"])
     if not out:
         return "No weak-scaling run is in `benchmarks/results/` yet (`bench_scale.py --weak`)."
     ranks = [f"R={r['ranks']}: peak MiB (wall)" for r in _runs(results, "scale_weak_*.json")[0][1]["runs"]]
-    return (_table(["edges per rank", "stage"] + ranks + ["spread (max/min - 1)", "from"], out)
+    return (_table(["edges per rank, balance", "stage"] + ranks + ["spread (max/min - 1)", "from"], out)
             + "\n\nThe largest rank's peak so far in one `pipeline` process; 4 ranks on 2 cores are oversubscribed, "
             "so the walls are reported, not judged.")
 
