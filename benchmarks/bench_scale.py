@@ -143,7 +143,7 @@ def run_jobs(in_dir: Path, out: Path, ranks: int, parts: int, method: str, stage
 def balance_columns(balance: str, meta) -> int:
     """The constraint columns Step 1 balances under `--balance` (what the guard is told)."""
     from distpart.assign.balance import BalanceOptions
-    return BalanceOptions(ntypes=balance == "default", edges=balance == "default").columns(meta)
+    return len(BalanceOptions(ntypes=balance == "default", edges=balance == "default").names(meta))
 
 
 def stage_rows(stats: dict, in_dir: Path, ranks: int, parts: int, method: str, balance: str = "default") -> List[dict]:

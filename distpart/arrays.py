@@ -181,44 +181,38 @@ def sum_pairs(a: np.ndarray, b: np.ndarray, w: np.ndarray, a_max: int, b_max: in
     if len(w) == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64), w[:0].copy()
     ab, bb = _bits(a_max), _bits(b_max)
-    wb = _bits(int(w.max()))
-    if ab + bb + wb <= 63 and int(w.min()) >= 0:
-        # In place, and a or b may be 32-bit: these are a batch's or a level's adjacency entries.
-        key = np.left_shift(a, bb + wb, dtype=np.int64)
-        key |= np.left_shift(b, wb, dtype=np.int64)
-        key |= w
-        del a, b
-        key.sort()
-        ws = key & np.int64((1 << wb) - 1)
-        key >>= wb
-    elif ab + bb <= 63:
+    if ab + bb <= 63:
+        # a or b may be 32-bit: these are a batch's or a level's adjacency entries.
         key = np.left_shift(a, bb, dtype=np.int64)
-        key |= np.asarray(b, dtype=np.int64)
-        order = np.argsort(key)
-        key, ws = key[order], w[order]
-        del order
-    else:
-        a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
-        order = np.lexsort((b, a))
-        sa, sb, ws = a[order], b[order], w[order]
-        new = np.empty(len(sa), dtype=bool)
-        new[0] = True
-        new[1:] = (sa[1:] != sa[:-1]) | (sb[1:] != sb[:-1])
-        starts = np.flatnonzero(new)
-        return sa[starts], sb[starts], np.add.reduceat(ws, starts)
-    key, sums = _run_sums(key, ws)
-    return key >> bb, key & np.int64((1 << bb) - 1), sums
+        key |= b
+        del a, b
+        key, sums = sum_keys(key, w, (int(a_max) << bb) | int(b_max), in_place=True)
+        return key >> bb, key & np.int64((1 << bb) - 1), sums
+    a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
+    order = np.lexsort((b, a))
+    sa, sb, ws = a[order], b[order], w[order]
+    new = np.empty(len(sa), dtype=bool)
+    new[0] = True
+    new[1:] = (sa[1:] != sa[:-1]) | (sb[1:] != sb[:-1])
+    starts = np.flatnonzero(new)
+    return sa[starts], sb[starts], np.add.reduceat(ws, starts)
 
 
-def sum_keys(key: np.ndarray, w: np.ndarray, key_max: int) -> Tuple[np.ndarray, np.ndarray]:
+def sum_keys(key: np.ndarray, w: np.ndarray, key_max: int, in_place: bool = False
+             ) -> Tuple[np.ndarray, np.ndarray]:
     """Distinct keys (non-negative ints at most key_max) in ascending order with the summed
-    weight of each: `sum_pairs` for pairs already packed into one int64 key."""
+    weight of each: `sum_pairs` for pairs already packed into one int64 key. When the keys
+    and the weights fit 63 bits together they are packed into one int64 and sorted by value
+    (several times faster than an argsort); otherwise the keys are argsorted. `in_place`:
+    `key` (int64) may be overwritten."""
     w = np.asarray(w, dtype=np.int64)
     if len(w) == 0:
         return np.empty(0, np.int64), w[:0].copy()
     kb, wb = _bits(key_max), _bits(int(w.max()))
     if kb + wb <= 63 and int(w.min()) >= 0:
-        packed = np.left_shift(key, wb, dtype=np.int64)
+        packed = key if in_place and key.dtype == np.int64 else np.array(key, dtype=np.int64)
+        del key
+        packed <<= wb
         packed |= w
         packed.sort()
         ws = packed & np.int64((1 << wb) - 1)
@@ -228,7 +222,6 @@ def sum_keys(key: np.ndarray, w: np.ndarray, key_max: int) -> Tuple[np.ndarray, 
         packed, ws = np.asarray(key, dtype=np.int64)[order], w[order]
         del order
     return _run_sums(packed, ws)
-
 
 
 def sum_sorted_runs(keys: Sequence[np.ndarray], ws: Sequence[np.ndarray], key_max: int, piece: int

@@ -138,7 +138,7 @@ def pipeline(comm: "Intracomm", args: argparse.Namespace, log: StageLog) -> None
         graphbolt = _graphbolt(comm, args)
         meta = _input(comm, args, log)
         _check_resources(comm, args, meta, run.graph_formats, log, options.method, args.verify,
-                         options.balance().columns(meta))
+                         len(options.balance().names(meta)))
         _claim(comm, args, meta, steps.pipeline_folders(args.out_dir, args.assign_dir, meta.node_types))
         input_key = steps.fingerprint_input(comm, meta)
         assignment = steps.assign(comm, meta, assign_dir, options, RunKey(input_key, options.recorded()),

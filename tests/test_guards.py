@@ -84,7 +84,7 @@ def test_balance_options_count_the_columns_vertex_weights_builds(example):
     for opts in (BalanceOptions(), BalanceOptions(ntypes=True), BalanceOptions(edges=True),
                  BalanceOptions(ntypes=True, edges=True)):
         weights, names = vertex_weights(example, opts, offsets, 0, n, np.ones(n, dtype=np.int64))
-        assert opts.columns(example) == weights.shape[1] == len(names), names
+        assert opts.names(example) == names and weights.shape[1] == len(names), names
 
 
 def test_a_run_that_would_not_fit_is_refused_naming_the_stage_and_its_estimate():

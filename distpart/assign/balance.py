@@ -30,11 +30,14 @@ class BalanceOptions:
     imbalance: float = 1.05
     edge_imbalance: Optional[float] = None   # --balance-edges FACTOR: the in-degree columns' own cap
 
-    def columns(self, meta: GraphMeta) -> int:
-        """How many constraint columns `vertex_weights` builds (before unusable ones are dropped)."""
-        types = len(meta.node_types) if self.ntypes else 1
-        edges = (len(meta.node_types) if self.ntypes and len(meta.node_types) > 1 else 1) if self.edges else 0
-        return types + edges + len(self.features)
+    def names(self, meta: GraphMeta) -> List[str]:
+        """The constraint columns `vertex_weights` builds, in order (before unusable ones are
+        dropped): node counts or one per node type, in-degree (per type with types), masks."""
+        split = self.ntypes and len(meta.node_types) > 1
+        names = [f"ntype:{t}" for t in meta.node_types] if self.ntypes else ["nodes"]
+        if self.edges:
+            names += [f"edges:{t}" for t in meta.node_types] if split else ["edges"]
+        return names + [f"feature:{spec}" for spec in self.features]
 
     def imbalances(self, names: Sequence[str]) -> np.ndarray:
         """The allowed max/average of each constraint column named `names`, in order."""
@@ -89,29 +92,22 @@ def usable_constraints(totals: np.ndarray, names: List[str], num_parts: int,
 def vertex_weights(meta: GraphMeta, opts: BalanceOptions, offsets: np.ndarray, lo: int, hi: int,
                    in_degree: np.ndarray) -> Tuple[np.ndarray, List[str]]:
     """(weights of homogeneous vertices [lo, hi), shape (hi - lo, ncon), int64; column names)."""
-    n = hi - lo
     ids = np.arange(lo, hi, dtype=np.int64)
     types = owner_of(offsets, ids)
+    type_id = {ntype: t for t, ntype in enumerate(meta.node_types)}
+    degree = np.asarray(in_degree, dtype=np.int64)
+    names = opts.names(meta)
     columns: List[np.ndarray] = []
-    names: List[str] = []
-    if opts.ntypes:
-        for t, ntype in enumerate(meta.node_types):
-            columns.append((types == t).astype(np.int64))
-            names.append(f"ntype:{ntype}")
-    else:
-        columns.append(np.ones(n, dtype=np.int64))
-        names.append("nodes")
-    if opts.edges and opts.ntypes and len(meta.node_types) > 1:
-        degree = np.asarray(in_degree, dtype=np.int64)
-        for t, ntype in enumerate(meta.node_types):
-            columns.append(np.where(types == t, degree, 0))
-            names.append(f"edges:{ntype}")
-    elif opts.edges:
-        columns.append(np.asarray(in_degree, dtype=np.int64))
-        names.append("edges")
-    for spec in opts.features:
-        columns.append(mask_column(meta, spec, offsets, lo, hi, "--balance-feature"))
-        names.append(f"feature:{spec}")
+    for name in names:
+        kind, _, what = name.partition(":")
+        if kind == "nodes":
+            columns.append(np.ones(hi - lo, dtype=np.int64))
+        elif kind == "ntype":
+            columns.append((types == type_id[what]).astype(np.int64))
+        elif kind == "edges":
+            columns.append(np.where(types == type_id[what], degree, 0) if what else degree)
+        else:
+            columns.append(mask_column(meta, what, offsets, lo, hi, "--balance-feature"))
     return np.stack(columns, axis=1), names
 
 

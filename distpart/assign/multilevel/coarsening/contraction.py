@@ -110,7 +110,7 @@ def _edge_sums(cu: np.ndarray, cv: np.ndarray, w: np.ndarray, nc: int, bits: "in
         return list(sum_pairs(cu, cv, w, max(nc - 1, 0), max(nc - 1, 0)))
     key = np.left_shift(cu, bits, dtype=np.int64)
     key |= cv
-    return list(sum_keys(key, w, _key_max(nc, bits)))
+    return list(sum_keys(key, w, _key_max(nc, bits), in_place=True))
 
 
 def _key_max(nc: int, bits: int) -> int:
