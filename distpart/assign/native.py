@@ -8,13 +8,16 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence, Type
+from typing import Iterator, Mapping, Sequence, Type
 
 import numpy as np
 
 from ..errors import DistpartError
+from ..run.signals import undone_if_stuck
 
 
 @dataclass(frozen=True)
@@ -81,23 +84,28 @@ def padded(values: Sequence, dtype: np.dtype) -> np.ndarray:
     return a
 
 
-class silenced:
-    """Redirect file descriptors 1 and 2 to /dev/null (C code prints there, not to sys.stdout)."""
+@contextmanager
+def silenced() -> Iterator[None]:
+    """Redirect file descriptors 1 and 2 to /dev/null (C code prints there, not to sys.stdout).
+    A stop that ends the process from inside the call gives them back first, so its line is seen."""
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    libc = ctypes.CDLL(None)
+    saved = [os.dup(1), os.dup(2)]
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.dup2(null, 2)
+    os.close(null)
 
-    def __enter__(self):
-        import sys
-        for stream in (sys.stdout, sys.stderr):
-            stream.flush()
-        self._libc = ctypes.CDLL(None)
-        self._saved = [os.dup(1), os.dup(2)]
-        null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, 1)
-        os.dup2(null, 2)
-        os.close(null)
+    def restore() -> None:
+        libc.fflush(None)
+        for fd, copy in zip((1, 2), saved):
+            os.dup2(copy, fd)
 
-    def __exit__(self, *exc):
-        self._libc.fflush(None)
-        for fd, saved in zip((1, 2), self._saved):
-            os.dup2(saved, fd)
-            os.close(saved)
-        return False
+    try:
+        with undone_if_stuck(restore):
+            yield
+    finally:
+        restore()
+        for copy in saved:
+            os.close(copy)

@@ -21,7 +21,7 @@ from ..paths import CONFIG_FILE, GRAPHBOLT_FILE, PART_FILES, STAGED_SUFFIX, part
 from ..run.guards import writing
 from ..run.progress import Progress
 from ..run.resume import RunKey, check_record, remove_record, write_record
-from ..run.signals import Stopped
+from ..run.signals import Stopped, undone_if_stuck
 
 if TYPE_CHECKING:
     from mpi4py.MPI import Intracomm
@@ -153,15 +153,19 @@ def withdrawn_on_error(comm: Intracomm, out_dir: Path) -> Iterator[None]:
     removes metadata.json and the manifest before the error goes on, so the output no longer
     looks complete to DGL or to `verify --quick`. The partition files stay, for inspection
     and for `--resume`, which publishes them again once checked."""
-    try:
-        yield
-    except (DistpartError, Stopped, KeyboardInterrupt):
+    def withdraw() -> None:
         if comm.Get_rank() == 0:
             for name in (CONFIG_FILE, MANIFEST_FILE):
                 try:
                     (Path(out_dir) / name).unlink(missing_ok=True)
                 except OSError:
                     pass  # the error being raised says more than this one would
+
+    try:
+        with undone_if_stuck(withdraw):
+            yield
+    except (DistpartError, Stopped, KeyboardInterrupt):
+        withdraw()
         raise
 
 

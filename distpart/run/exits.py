@@ -23,7 +23,7 @@ from ..errors import EXIT_USER_ERROR, DistpartError
 from ..mpi.failure import abort_on_bug
 from ..mpi.world import check_world, launcher_rank, library_name
 from .progress import Progress, rank_tag
-from .signals import Stopped, leave_stopped
+from .signals import Stopped, last_words, leave_stopped
 
 if TYPE_CHECKING:
     from mpi4py.MPI import Intracomm
@@ -77,11 +77,24 @@ def on_every_rank(job: Job, body: Callable[[], None], *, stop_line: Optional[Cal
     """Run `body` on every rank under the module docstring's policy; 0 when it returns.
     `outputs`, `inputs` and `log_file` say where a bug's record may go (`abort_on_bug`)."""
     rank, size = job.rank, job.size
+
+    def say_stopped(stop: Stopped) -> None:
+        message = f"{job.label}: {stop_line(stop)}"
+        # Every rank says it: the launcher may end rank 0 before it speaks when another
+        # rank took the signal first.
+        print(message if rank == 0 else f"{job.tag} {message}", file=sys.stderr, flush=True)
+        if rank == 0:
+            job.progress.say(message, to_stream=False)
+
     try:
         # Before any collective or file: a size-1 world under a many-process launcher is a
         # mismatch, and each such process must stop on its own.
         check_world(size, os.environ, job.library)
-        body()
+        if stop_line is None:
+            body()
+        else:
+            with last_words(say_stopped):
+                body()
     except DistpartError as e:
         if rank == 0 and (size > 1 or launcher_rank(os.environ) in (None, 0)):
             message = f"{job.label}: error: {e}"
@@ -93,12 +106,7 @@ def on_every_rank(job: Job, body: Callable[[], None], *, stop_line: Optional[Cal
             # The user's or the scheduler's choice: one line, 128 + the signal, the lock
             # released (folder_locks), nothing published that was not complete.
             stop = e if isinstance(e, Stopped) else Stopped(signal.SIGINT)
-            message = f"{job.label}: {stop_line(stop)}"
-            # Every rank says it: the launcher may end rank 0 before it speaks when another
-            # rank took the signal first.
-            print(message if rank == 0 else f"{job.tag} {message}", file=sys.stderr, flush=True)
-            if rank == 0:
-                job.progress.say(message, to_stream=False)
+            say_stopped(stop)
             return leave_stopped(stop.exit_code, size)
         # A bug: say why where the user will see it, then stop every rank.
         abort_on_bug(job.comm, e, job.tag, job.label, outputs=outputs, inputs=inputs, log_file=log_file)

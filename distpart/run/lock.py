@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, List, Optional, Sequence
 from ..errors import DistpartError, InputError
 from ..mpi.collective import agreed
 from ..paths import OWNER_MARKER
+from .signals import undone_if_stuck
 
 if TYPE_CHECKING:
     from mpi4py.MPI import Intracomm
@@ -328,7 +329,8 @@ def folder_locks(comm: Intracomm, folders: Sequence[Path], command: str,
                     held.append(lock)
                     for note in lock.notes:
                         say(f"{folder}: {note}")
-        yield
+        with undone_if_stuck(lambda: [lock.release() for lock in held]):
+            yield
     except DistpartError as e:
         # A refusal leaves the file system as it found it: no folder, file, marker or lock of
         # ours (see FolderLock.withdraw for what a failure part-way leaves).

@@ -12,6 +12,13 @@ signal blocked everywhere, GKlib never sees it and the stop lands when the call 
 `Stopped` unwinds the run like any other exception (the folder lock is released, nothing
 half-written is published), and the CLI prints one line and exits 128 + the signal (130,
 143), as shells do.
+
+A main thread waiting inside MPI (a collective another rank will never join, because that
+rank took the signal first and left) never gets back to Python to raise it, and the
+launcher SIGKILLs it a second later with its lock still held. So the watcher gives the main
+thread `GRACE_S` to take the stop; past that it claims the stop itself, runs what the
+enclosing blocks registered with `undone_if_stuck` (release the lock, withdraw a published
+config), says the stop line (`last_words`), and ends the process.
 """
 from __future__ import annotations
 
@@ -20,8 +27,12 @@ import os
 import signal
 import sys
 import threading
+from contextlib import contextmanager
+from typing import Callable, Iterator, List
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+# Under Open MPI's 1 s between ending the job's other ranks with SIGTERM and with SIGKILL.
+GRACE_S = 0.5
 
 
 class Stopped(BaseException):
@@ -43,7 +54,18 @@ class Stopped(BaseException):
 _taken: "list[int]" = []
 
 
+# Who handles a stop: the main thread (it raises Stopped) or the watcher (the main thread is
+# stuck); whichever takes this first. Once taken, later signals change nothing.
+_claim = threading.Lock()
+_claimed_by_main = threading.Event()
+_undo: List[Callable[[], None]] = []
+_last_words: List[Callable[["Stopped"], None]] = []
+
+
 def _raise(signum: int, frame: object) -> None:
+    if not _claim.acquire(blocking=False):
+        threading.Event().wait()  # the watcher ends the process
+    _claimed_by_main.set()
     raise Stopped(_taken.pop() if _taken else signum)
 
 
@@ -66,8 +88,51 @@ def route_stops_to_main_thread() -> None:
 
 def _forward_stops() -> None:
     while True:
-        _taken.append(signal.sigwait(STOP_SIGNALS))
+        signum = signal.sigwait(STOP_SIGNALS)
+        if _claim.locked():
+            continue  # a stop is being handled already
+        _taken.append(signum)
         _thread.interrupt_main()
+        if not _claimed_by_main.wait(GRACE_S) and _claim.acquire(blocking=False):
+            _stop_here(Stopped(signum))
+
+
+def _stop_here(stop: Stopped) -> None:
+    """The main thread is stuck: do what its unwinding would have done, then end the process."""
+    for action in reversed(list(_undo)):
+        try:
+            action()
+        except Exception:
+            pass  # the stop goes on; what was left is what a SIGKILL would leave
+    for say in _last_words:
+        say(stop)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(stop.exit_code)
+
+
+@contextmanager
+def undone_if_stuck(action: Callable[[], None]) -> Iterator[None]:
+    """Within the block, a stop that finds the main thread stuck runs `action` before the
+    process ends (what the block's own unwinding would do)."""
+    _undo.append(action)
+    try:
+        yield
+    finally:
+        _undo.remove(action)
+
+
+@contextmanager
+def last_words(say: Callable[[Stopped], None]) -> Iterator[None]:
+    """Within the block, a stop that finds the main thread stuck is reported by `say`."""
+    _last_words.append(say)
+    try:
+        yield
+    finally:
+        _last_words.remove(say)
 
 
 def unblock_stops() -> None:
