@@ -64,6 +64,9 @@ def mpi_env() -> Dict[str, str]:
     # excludes ucx), named so that MPI_Init does not first open the cm layer and probe its
     # PSM/PSM2 transports: 0.2 s less per mpiexec.
     env.setdefault("OMPI_MCA_pml", "ob1")
+    # NumPy's OpenBLAS starts a thread per core at import, in every rank; the ranks use no
+    # BLAS, and on an oversubscribed machine the pool only costs start-up CPU.
+    env.setdefault("OPENBLAS_NUM_THREADS", "1")
     env["PYTHONUNBUFFERED"] = "1"
     # With PYTHONDONTWRITEBYTECODE (container images set it) every rank recompiles all of
     # distpart's modules: 0.3 CPU-s per rank, per launch. The ranks cache their bytecode

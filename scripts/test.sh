@@ -9,6 +9,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup-test.sh
 source scripts/mpienv.sh
+# Every Python the tests start (ranks, tools, doc blocks): no OpenBLAS thread pool (nothing
+# here uses BLAS, and starting one costs CPU at each import), and bytecode cached outside
+# the clone when the environment forbids writing it next to the sources (container images
+# set PYTHONDONTWRITEBYTECODE; each process would otherwise recompile distpart).
+export OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-1}"
+if [ -n "${PYTHONDONTWRITEBYTECODE:-}" ]; then
+  unset PYTHONDONTWRITEBYTECODE
+  export PYTHONPYCACHEPREFIX="${TMPDIR:-/tmp}/distpart-pycache-$(id -u)"
+fi
 workers="${DISTPART_TEST_WORKERS:-3}"
 parallel=()
 if [ "$workers" != 0 ]; then parallel=(-n "$workers" --dist loadgroup); fi
