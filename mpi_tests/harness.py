@@ -20,9 +20,11 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, NoReturn, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, NoReturn, Optional, Sequence, Tuple
 
 RANKS = (1, 2, 4)
 DEFAULT_TIMEOUT = 240
@@ -117,6 +119,39 @@ def mpirun(nranks: int, argv: Sequence[object], timeout: float = DEFAULT_TIMEOUT
            script: Optional[Path] = None) -> Run:
     """Run distpart (or a test script) on nranks ranks; fail the test on timeout."""
     return run_bounded(mpi_command(nranks, argv, script), mpi_env(), timeout)
+
+
+@contextmanager
+def paused_run(point: str, nranks: int, argv: Sequence[object], timeout: float = 120
+               ) -> Iterator[subprocess.Popen]:
+    """A distpart run with every rank stopped (SIGSTOP) at `point` (run/faults.py) for the
+    block, killed after it unless the block let it go on (`go_on`) and it finished."""
+    env = dict(mpi_env(), DISTPART_PAUSE_AT=f"{point}@*")
+    proc = subprocess.Popen(mpi_command(nranks, argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, env=env, start_new_session=True)
+    try:
+        lines, deadline = [], time.monotonic() + timeout
+        for line in proc.stdout:
+            lines.append(line)
+            if f"paused at {point} (rank 0" in line or time.monotonic() > deadline:
+                break
+        assert any(f"paused at {point} (rank 0" in x for x in lines), "never paused:\n" + "".join(lines)
+        yield proc
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=30)
+
+
+def go_on(proc: subprocess.Popen, timeout: float = DEFAULT_TIMEOUT) -> str:
+    """Let a `paused_run` continue to its end; the rest of its output."""
+    os.killpg(proc.pid, signal.SIGCONT)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        _fail(f"the paused run did not finish within {timeout} s once let go on")
+    return out
 
 
 def run_driver(name: str, nranks: int, timeout: float = 120) -> Run:

@@ -10,11 +10,10 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 
 import pytest
 
-from harness import distpart, mpi_command, mpi_env
+from harness import distpart, go_on, mpi_env, paused_run
 
 PROGRESS = re.compile(r"^distpart \[ *[0-9hms]+\] ", re.M)
 
@@ -128,30 +127,17 @@ def test_two_processes_claiming_a_two_rank_world_without_a_launcher_refuse(examp
     assert not out.exists()
 
 
-def test_a_second_run_into_the_same_folder_is_refused_while_the_first_runs(tmp_path):
-    from distpart.synthetic import homogeneous_graph
-    # Big enough that the first run still holds the lock (seconds) when the second starts.
-    in_dir = homogeneous_graph(tmp_path / "in", 150_000, 1_500_000, num_chunks=2).parent
+def test_a_second_run_into_the_same_folder_is_refused_while_the_first_runs(example_dir, tmp_path):
     out = tmp_path / "out"
-    first = subprocess.Popen(mpi_command(2, ["pipeline", in_dir, out, "--num-parts", 2, "--method", "random"]),
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=mpi_env(),
-                             start_new_session=True)
-    try:
-        deadline = time.time() + 60
-        while not (out / ".distpart.lock").exists():
-            assert first.poll() is None and time.time() < deadline, "the first run never took the lock"
-            time.sleep(0.05)
-        # The first run writes into `out` meanwhile: the snapshot would see its files.
-        second = distpart(2, "pipeline", in_dir, out, "--num-parts", 2, "--method", "random", ok=False,
-                          refusal_changes_nothing=False)
-        out1, err1 = first.communicate(timeout=240)
-    except subprocess.TimeoutExpired:
-        os.killpg(first.pid, signal.SIGKILL)
-        pytest.fail("the first run hung")
+    argv = ["pipeline", example_dir, out, "--num-parts", 2, "--method", "random"]
+    with paused_run("assign", 2, argv) as first:   # holding its lock, on every rank
+        assert (out / ".distpart.lock").exists()
+        second = distpart(2, *argv, ok=False)
+        out1 = go_on(first)
     assert second.returncode == 2
     assert re.search(r"is in use by another distpart run \(host \S+, PID \d+, started .*running "
                      r"`distpart pipeline`\)", second.stderr), second.stderr
-    assert first.returncode == 0 and "verify: OK" in out1, err1
+    assert first.returncode == 0 and "verify: OK" in out1, out1
     assert (out / "metadata.json").exists() and not (out / ".distpart.lock").exists()
 
 

@@ -6,17 +6,12 @@ under the input and the output (names, sizes, checksums) before and after.
 """
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
-import time
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
-from harness import distpart, mpi_command, mpi_env
+from harness import distpart, paused_run
 from safety import unchanged
 
 
@@ -34,30 +29,11 @@ def copy_of(finished: Path, tmp_path: Path) -> Path:
     return out
 
 
-@contextmanager
-def paused(point: str, nranks: int, argv, timeout: float = 120) -> Iterator[None]:
-    """A distpart run stopped (SIGSTOP) at `point` on rank 0 for the block, then killed."""
-    env = dict(mpi_env(), DISTPART_PAUSE_AT=point)
-    proc = subprocess.Popen(mpi_command(nranks, argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, env=env, start_new_session=True)
-    try:
-        lines, deadline = [], time.monotonic() + timeout
-        for line in proc.stdout:
-            lines.append(line)
-            if f"paused at {point}" in line or time.monotonic() > deadline:
-                break
-        assert any(f"paused at {point}" in x for x in lines), "never paused:\n" + "".join(lines)
-        yield
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
-
-
 def test_an_assign_into_a_running_pipelines_assignment_folder_is_refused(example_dir, tmp_path):
     """Item 3: the pipeline now locks OUT/assignment too; an `assign ... --overwrite` there
     used to rewrite Step 1's result under the running pipeline."""
     out = tmp_path / "out"
-    with paused("assign", 2, ["pipeline", example_dir, out, "--num-parts", 2, "--method", "random"]):
+    with paused_run("assign", 2, ["pipeline", example_dir, out, "--num-parts", 2, "--method", "random"]):
         with unchanged(out, example_dir):
             run = distpart(2, "assign", example_dir, out / "assignment", "--num-parts", 2, "--overwrite",
                            ok=False)
