@@ -2,8 +2,9 @@
 
 One test per array or property: each rewrites one file of a correct output as a well-formed
 DGL file (dglformat's write_graph / write_tensor_dict, or plain JSON) whose content is wrong,
-and expects verify to exit 2 naming that file and the problem. The correct output is made
-once for the session (conftest's random_output); each test corrupts its own copy.
+and expects verify's error to name that file and the problem (verify runs in the test's own
+process, on one rank: `assert_verify_fails`). The correct output is made once for the
+session (conftest's random_output); each test corrupts its own copy.
 """
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ from typing import Callable, Dict
 import numpy as np
 import pytest
 
-from harness import mpi_command, mpi_env, run_bounded
 from distpart.partitions.dglformat import read_graph, read_tensor_dict, write_graph, write_tensor_dict
 from distpart.partitions.partbook import ranges_from_counts, type_of
 
@@ -41,19 +41,24 @@ def out(good_output, tmp_path) -> Path:
 
 
 def assert_verify_fails(example_dir: Path, out: Path, *expected: str) -> None:
-    """verify exits 2, and its error holds each of `expected` (file first, then the problem)."""
-    env = mpi_env()
-    # Ranks exiting with status 2 make Open MPI's mpiexec wait odls_base_sigkill_timeout (1 s)
-    # between its SIGTERM and SIGKILL of the job, even when every rank has exited already.
-    env["OMPI_MCA_odls_base_sigkill_timeout"] = "0"
-    # One rank: each case is about what verify finds in one file; that a failed check stops
-    # every rank with status 2 is what test_verify.py's cases check, on 2 ranks. One rank
-    # per case is about half the CPU of these 24 runs.
-    run = run_bounded(mpi_command(1, ["verify", example_dir, out / "assignment", out]), env, timeout=120)
-    assert run.returncode == 2, run.output
+    """verify finds the output wrong, and its error holds each of `expected` (file first,
+    then the problem). In this process, as a world of one rank: each case is about what
+    verify finds in one file; that a failed check stops every rank of `distpart verify`
+    with status 2 and one line is what test_verify.py's cases check, on 2 ranks."""
+    from mpi4py import MPI
+
+    from distpart import steps
+    from distpart.errors import DistpartError
+    from distpart.mpi.exchange import DEFAULT_MAX_BYTES
+    from distpart.run.stages import StageLog
+
+    comm, log = MPI.COMM_SELF, StageLog()
+    with pytest.raises(DistpartError) as failed:
+        meta = steps.validate_input(comm, example_dir, log)
+        assignment = steps.read_step1(comm, meta, out / "assignment", None, log)
+        steps.verify_output(comm, meta, assignment, out, DEFAULT_MAX_BYTES, log)
     for text in expected:
-        assert text in run.stderr, f"expected {text!r} in:\n{run.stderr}"
-    assert "Traceback" not in run.output
+        assert text in str(failed.value), f"expected {text!r} in:\n{failed.value}"
 
 
 # ---------------------------------------------------------------- rewriting one file
