@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import distpart, paused_run
+from harness import distpart, mpi_env, paused_run
 from safety import unchanged
 
 
