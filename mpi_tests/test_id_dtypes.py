@@ -3,7 +3,6 @@
 wrapper script, so no graph of 2**31 items is needed."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from harness import distpart, mpirun

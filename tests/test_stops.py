@@ -1,7 +1,6 @@
 """A stop (SIGTERM, Ctrl-C) that finds the main thread stuck in C code, as a rank waiting in
 a collective another rank has left: the watcher ends the process itself, after undoing what
 the enclosing blocks registered, with the stop line and 128 + the signal (run.signals)."""
-import os
 import signal
 import subprocess
 import sys
