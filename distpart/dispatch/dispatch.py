@@ -51,6 +51,7 @@ from ..run.resume import RunKey
 
 if TYPE_CHECKING:
     from mpi4py.MPI import Intracomm
+    from ..partitions.graphbolt import GraphboltOptions
 
 
 @dataclass
