@@ -18,7 +18,8 @@ no sshd, so an `ssh` first on PATH runs CMD on this host with /bin/sh instead an
 the rank's peak RSS (os.wait4's ru_maxrss: the largest of the shell and its descendants,
 i.e. the rank) and wall time; everything else is DGL's code as released. DGL's launcher
 sometimes never returns after its ranks have finished (bench_graphstorm.py): a launcher
-still running `--hang-grace` seconds after its last rank exited is killed and marked hung.
+still running `--hang-grace` seconds after its last rank exited is killed and marked hung
+(its output complete: Step 2's wall is then until its last rank exited).
 
     python benchmarks/bench_dgl_pipeline.py --dgl-tools /var/tmp/dgl-tools-2.1.0/tools \\
         --input /var/tmp/scale/rmat-20me-1250kn-s0 --json benchmarks/results/dgl_pipeline_20m.json
