@@ -14,6 +14,9 @@ from distpart.chunked.estimate import BASE_BYTES, DISPATCH_STAGES, STAGE_MODELS,
 
 GROUPS = ("assign", "dispatch", "verify")
 RUN_200M = "scale_200m.json"
+RUN_DGL = "dgl_pipeline_20m.json"
+COMMAND_DGL = "python benchmarks/bench_dgl_pipeline.py"
+MACHINE_GIB = 24
 COMMAND_200M = "python benchmarks/bench_scale.py --edges 200m --ranks 2"
 
 
@@ -127,6 +130,27 @@ def extrapolated(results: Path, edges: int = 200_000_000) -> str:
             f"{edges / 1e6:g}M edges, so it cannot run on this machine.")
 
 
+def dgl_extrapolated(results: Path, edges: int = 200_000_000) -> str:
+    """DGL 2.1's own pipeline at `edges`, from each step's summed peak per edge over its
+    processes in `dgl_pipeline_20m.json` (bench_dgl_pipeline.py)."""
+    path = results / RUN_DGL
+    if not path.exists():
+        return f" DGL's own pipeline is not measured yet (`{COMMAND_DGL}` writes {RUN_DGL})."
+    run = json.loads(path.read_text())
+    steps = [(row["stage"].split(" ")[0], sum(row["peak_rss_mb"]) * 2**20 / run["edges"], row)
+             for row in run["stages"]]
+    name, per_edge, worst = max(steps, key=lambda s: s[1])
+    need = per_edge * edges / 2**30
+    procs = len(worst["peak_rss_mb"])
+    measured = " and ".join(f"{b:.0f} B/edge in {n} ({'/'.join(f'{v:,.0f}' for v in r['peak_rss_mb'])} MiB, "
+                            f"{r['wall_s']:.0f} s)" for n, b, r in steps)
+    return (f" DGL {run['dgl_version']}'s own pipeline cannot run at {edges / 1e6:g}M edges on this "
+            f"{MACHINE_GIB} GB machine: on RMAT {run['nodes'] / 1e6:g}M/{run['edges'] / 1e6:g}M (`{RUN_DGL}`, "
+            f"`{COMMAND_DGL}`) the summed peak of its processes per input edge was {measured}, so {name} "
+            f"would need about {need:.0f} GiB summed ({need / MACHINE_GIB:.1f} times the machine's memory), "
+            f"about {need / procs:.0f} GiB in each of its {procs} processes, more than the whole machine.")
+
+
 def predicted_200m(edges: int = 200_000_000, ranks: int = 2) -> str:
     """The guard's estimate per rank of every stage of the 200M run (bench_scale's input)."""
     nodes = edges // 16
@@ -138,18 +162,19 @@ def predicted_200m(edges: int = 200_000_000, ranks: int = 2) -> str:
 
 
 def perf_200m(results: Path) -> str:
-    """The 200M-edge run, or what to run to fill this in, and ParMETIS extrapolated."""
+    """The 200M-edge run, or what to run to fill this in, and ParMETIS and DGL's pipeline extrapolated."""
     path = results / RUN_200M
     if not path.exists():
         return (f"Not measured yet: `{COMMAND_200M}` writes {RUN_200M} in the results folder, then "
-                "`python benchmarks/docs_numbers.py` fills this in. " + predicted_200m() + extrapolated(results))
+                "`python benchmarks/docs_numbers.py` fills this in. " + predicted_200m() + extrapolated(results)
+                + dgl_extrapolated(results))
     run = json.loads(path.read_text())
     cut = run.get("cut") or {}
     cut_text = f"; cut {100 * cut['edge_cut_fraction']:.2f}% of edges" if cut else ""
     return (_table(HEAD, _stage_rows(run, RUN_200M))
             + f"\n\n`{run['command']}`: mpiexec wall {run['mpiexec_wall_s']:,.0f} s{cut_text}"
             + (f"; `{run['verify']}`." if run.get("verify") else ".")
-            + extrapolated(results, run["edges"]))
+            + extrapolated(results, run["edges"]) + dgl_extrapolated(results, run["edges"]))
 
 
 def machines_needed(edges: int, memory_gb: float, method: str = "multilevel", edges_per_node: int = 16,
