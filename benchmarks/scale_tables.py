@@ -144,11 +144,13 @@ def dgl_extrapolated(results: Path, edges: int = 200_000_000) -> str:
     procs = len(worst["peak_rss_mb"])
     measured = " and ".join(f"{b:.0f} B/edge in {n} ({'/'.join(f'{v:,.0f}' for v in r['peak_rss_mb'])} MiB, "
                             f"{r['wall_s']:.0f} s)" for n, b, r in steps)
-    return (f" DGL {run['dgl_version']}'s own pipeline cannot run at {edges / 1e6:g}M edges on this "
+    verdict = "cannot" if need > MACHINE_GIB else "can"
+    each = " more than the whole machine" if need / procs > MACHINE_GIB else ""
+    return (f" DGL {run['dgl_version']}'s own pipeline {verdict} run at {edges / 1e6:g}M edges on this "
             f"{MACHINE_GIB} GB machine: on RMAT {run['nodes'] / 1e6:g}M/{run['edges'] / 1e6:g}M (`{RUN_DGL}`, "
             f"`{COMMAND_DGL}`) the summed peak of its processes per input edge was {measured}, so {name} "
             f"would need about {need:.0f} GiB summed ({need / MACHINE_GIB:.1f} times the machine's memory), "
-            f"about {need / procs:.0f} GiB in each of its {procs} processes, more than the whole machine.")
+            f"about {need / procs:.0f} GiB in each of its {procs} processes{',' if each else ''}{each}.")
 
 
 def predicted_200m(edges: int = 200_000_000, ranks: int = 2) -> str:

@@ -161,3 +161,17 @@ def test_machines_needed_follows_the_guards_model():
     assert T.machines_needed(1000, 24) == 1
     # KaMinPar holds the whole graph in one process: past one machine's memory no count helps.
     assert T.machines_needed(10**11, 24, method="kaminpar") is None
+
+
+def test_dgls_pipeline_is_extrapolated_from_its_worst_step(tmp_path):
+    import scale_tables as T
+    assert "not measured yet" in T.dgl_extrapolated(tmp_path)
+    run = {"dgl_version": "2.1.0", "nodes": 1_000_000, "edges": 2**24,
+           "stages": [{"stage": "random_partition.py", "wall_s": 5.0, "peak_rss_mb": [512]},
+                      {"stage": "dispatch_data.py (2 ranks)", "wall_s": 100.0, "peak_rss_mb": [2048, 2048]}]}
+    (tmp_path / T.RUN_DGL).write_text(json.dumps(run))
+    text = T.dgl_extrapolated(tmp_path, edges=2**24 * 10)
+    # dispatch_data.py: 4 GiB summed over 2**24 edges = 256 B/edge; x10 edges = 40 GiB, 20 per process.
+    assert "32 B/edge in random_partition.py (512 MiB, 5 s)" in text and "256 B/edge in dispatch_data.py" in text
+    assert "cannot run" in text and "about 40 GiB summed" in text and "about 20 GiB in each of its 2 processes." in text
+    assert "can run" in T.dgl_extrapolated(tmp_path, edges=2**24)
