@@ -31,7 +31,6 @@ import hashlib
 import json
 import os
 import platform
-import re
 import shutil
 import signal
 import subprocess
@@ -40,7 +39,7 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from common import print_table, write_json
+from common import SSH_ARGS, print_table, watch_launcher, write_json
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_DGL_PYTHON = "/var/cache/distpart/dgl-2.1.0/bin/python"
@@ -49,11 +48,7 @@ DEFAULT_TOOLS = Path("/var/tmp/dgl-tools-2.1.0/tools")
 # ssh as DGL's launcher calls it (`ssh -o ... -p PORT HOST 'CMD'`): CMD run here, its peak reported.
 SSH_SHIM = r'''#!{python} -S
 import json, os, re, sys, time
-args = sys.argv[1:]
-WITH_VALUE = set("BbcDEeFIiJLlmOoPpQRSWw")      # ssh options that take a value
-i = 0
-while i < len(args) and args[i].startswith("-") and len(args[i]) > 1:
-    i += 2 if len(args[i]) == 2 and args[i][1] in WITH_VALUE else 1
+{ssh_args}
 cmd = " ".join(args[i + 1:])
 t0 = time.monotonic()
 pid = os.posix_spawn("/bin/sh", ["/bin/sh", "-c", cmd], os.environ)
@@ -132,23 +127,16 @@ def run_dispatch(cmd: List[str], env: Dict[str, str], work: Path, ranks: int, gr
     with open(work / "step2.log", "w") as f:
         proc = subprocess.Popen(cmd, env=env, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 cwd=work, start_new_session=True)
-    outcome, t_ranks = None, None
-    while outcome is None:
-        now = time.monotonic() - t0
+    t_ranks: Optional[float] = None
+
+    def check(now: float) -> Optional[str]:
+        nonlocal t_ranks
         if t_ranks is None and len(read_ranks(rank_log)) >= ranks:
             t_ranks = now
-        if proc.poll() is not None:
-            outcome = "exited"
-        elif t_ranks is not None and now - t_ranks > grace:
-            outcome = "hung"
-        elif now > timeout:
-            outcome = "timeout"
-        else:
-            time.sleep(0.2)
+        return "hung" if t_ranks is not None and now - t_ranks > grace else None
+
+    outcome = watch_launcher(proc, t0, check, timeout, poll_s=0.2)
     wall = time.monotonic() - t0
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
     per_rank = sorted(read_ranks(rank_log), key=lambda r: r["rank"])
     return {"wall_s": round(wall if outcome == "exited" else (t_ranks or wall), 2), "outcome": outcome,
             "launcher_returncode": proc.returncode if outcome == "exited" else None,
@@ -202,7 +190,7 @@ def main() -> int:
     (work / "bin").mkdir(parents=True)
     shim = work / "bin" / "ssh"
     system_python = shutil.which("python3", path="/usr/bin:/bin") or sys._base_executable
-    shim.write_text(SSH_SHIM.replace("{python}", system_python).replace("{log}", str(work / "ranks.jsonl")))
+    shim.write_text(SSH_SHIM.replace("{ssh_args}", SSH_ARGS).replace("{python}", system_python).replace("{log}", str(work / "ranks.jsonl")))
     shim.chmod(0o755)
     (work / "ip_config.txt").write_text("127.0.0.1\n" * args.ranks)
     converted = dgl_input(args.input, work / "input")

@@ -53,15 +53,14 @@ import platform
 import re
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Optional
 
-from common import print_table, write_json
+from common import SSH_ARGS, print_table, watch_launcher, write_json
 
 REPO = Path(__file__).resolve().parent.parent
 GRAPHSTORM = "graphstorm.gpartition.dist_partition_graph"
@@ -74,11 +73,7 @@ ERROR_LINE = re.compile(r"^\S+: error: |^Traceback ", re.M)
 # ssh as both launchers call it: the test hosts' config, and DGL's gloo told its interface.
 SSH_WRAPPER = r'''#!{python} -S
 import os, sys
-args = sys.argv[1:]
-WITH_VALUE = set("BbcDEeFIiJLlmOoPpQRSWw")      # ssh options that take a value
-i = 0
-while i < len(args) and args[i].startswith("-") and len(args[i]) > 1:
-    i += 2 if len(args[i]) == 2 and args[i][1] in WITH_VALUE else 1
+{ssh_args}
 if i + 1 < len(args):                            # a host and a remote command
     args.insert(i + 1, "export GLOO_SOCKET_IFNAME={iface};")
 os.execv("/usr/bin/ssh", ["ssh", "-F", "{config}", *args])
@@ -185,10 +180,11 @@ def run_once(cluster, cmd: List[str], env: Dict[str, str], out: Path, log: Path,
         # any interpreter, and the tools would take GraphStorm's for distpart's.
         proc = subprocess.Popen(cluster.hosts[0].command(cmd), env=env, stdout=f, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True, cwd=log.parent)
-    seen_ranks, t_config, t_ranks_done, t_error, outcome = False, None, None, None, None
+    seen_ranks, t_config, t_ranks_done, t_error = False, None, None, None
     polls = 0
-    while outcome is None:
-        now = time.monotonic() - t0
+
+    def check(now: float) -> Optional[str]:
+        nonlocal seen_ranks, t_config, t_ranks_done, t_error, polls
         polls += 1
         if t_error is None and polls % 10 == 0 and ERROR_LINE.search(log.read_text(errors="replace")):
             t_error = now
@@ -198,20 +194,14 @@ def run_once(cluster, cmd: List[str], env: Dict[str, str], out: Path, log: Path,
         seen_ranks = seen_ranks or bool(alive)
         if seen_ranks and not alive and t_ranks_done is None:
             t_ranks_done = now
-        if proc.poll() is not None:
-            outcome = "exited"
-        elif t_ranks_done is not None and now - t_ranks_done > grace:
-            outcome = "hung"
-        elif t_error is not None and now - t_error > grace:
-            outcome = "hung after an error"
-        elif now > timeout:
-            outcome = "timeout"
-        else:
-            time.sleep(0.1)
+        if t_ranks_done is not None and now - t_ranks_done > grace:
+            return "hung"
+        if t_error is not None and now - t_error > grace:
+            return "hung after an error"
+        return None
+
+    outcome = watch_launcher(proc, t0, check, timeout, poll_s=0.1)
     wall = time.monotonic() - t0
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
     cluster.kill_jobs()
     text = log.read_text(errors="replace")
     took = re.search(r"DGL graph building took (-?[0-9.]+) sec", text)   # GraphStorm logs it negated
@@ -248,7 +238,7 @@ def job_env(cluster, work: Path, dgl_python: str, distpart_ranks: str) -> Dict[s
     bin_dir.mkdir(exist_ok=True)
     wrapper = bin_dir / "ssh"
     system_python = shutil.which("python3", path="/usr/bin:/bin") or sys._base_executable
-    wrapper.write_text(SSH_WRAPPER.replace("{python}", system_python).replace("{iface}", cluster.iface)
+    wrapper.write_text(SSH_WRAPPER.replace("{ssh_args}", SSH_ARGS).replace("{python}", system_python).replace("{iface}", cluster.iface)
                        .replace("{config}", str(cluster.ssh_config)))
     wrapper.chmod(0o755)
     env = dict(cluster.env)

@@ -4,10 +4,13 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
-from typing import List, Sequence
+from typing import Callable, List, Optional, Sequence
 
 sys.path.append(str(Path(__file__).resolve().parents[1] / "mpi_tests"))   # the tests' harness
 # mpi_env: Open MPI's permission to run as root and to oversubscribe (CI: root, 2 cores, 4 ranks);
@@ -38,3 +41,35 @@ def write_json(path: Path, obj: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(obj, indent=2) + "\n")
     print(f"written {path}")
+
+
+# In an ssh stand-in's script (DGL's launcher runs `ssh [options] HOST 'CMD'`): after it,
+# args[i] is the host and args[i + 1:] the remote command.
+SSH_ARGS = '''args = sys.argv[1:]
+WITH_VALUE = set("BbcDEeFIiJLlmOoPpQRSWw")      # ssh options that take a value
+i = 0
+while i < len(args) and args[i].startswith("-") and len(args[i]) > 1:
+    i += 2 if len(args[i]) == 2 and args[i][1] in WITH_VALUE else 1'''
+
+
+def watch_launcher(proc: subprocess.Popen, t0: float, check: Callable[[float], Optional[str]],
+                   timeout: float, poll_s: float) -> str:
+    """Wait for a launcher (DGL's, GraphStorm's): "exited", the verdict `check(seconds since
+    t0)` returns first (it also records what it sees, e.g. "hung" once the ranks are done but
+    the launcher is not), or "timeout". The launcher's process group is killed if still there."""
+    outcome: Optional[str] = None
+    while outcome is None:
+        now = time.monotonic() - t0
+        said = check(now)
+        if proc.poll() is not None:
+            outcome = "exited"
+        elif said:
+            outcome = said
+        elif now > timeout:
+            outcome = "timeout"
+        else:
+            time.sleep(poll_s)
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    return outcome
