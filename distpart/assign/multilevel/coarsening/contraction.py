@@ -2,6 +2,9 @@
 
 Numpy only: both ends of every edge mapped to clusters, then one sort of packed (coarse u,
 coarse v, weight) integers per piece of rows (`arrays.sum_pairs`), merged at each row's owner.
+The coarse rows go to the ranks in blocks of about equal entries (`adjacency.blocks_by_load`):
+clusters of hubs have the lowest coarse IDs whatever the input numbering, so equal-size blocks
+would put most of a coarse level's edges on the first rank.
 """
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ import numpy as np
 
 from ....arrays import owner_of, pair_bits, segment_starts, sorted_unique, sum_keys, sum_pairs, sum_sorted_runs
 from ....chunked.readers import block_bounds
+from ...adjacency import blocks_by_load, load_histogram
 from ....mpi.exchange import allreduce_sum, exchange, exscan_sum, lookup
 from ..graph import CONTRACT_PIECE, Halo, LevelGraph
 
@@ -37,19 +41,6 @@ def contract(comm: "Intracomm", g: LevelGraph, halo: Halo, labels: np.ndarray, p
     coarse_id = np.full(g.nlocal, -1, dtype=np.int64)
     coarse_id[used] = base + np.arange(count, dtype=np.int64)
     fine_to_coarse = lookup(comm, labels, g.vtxdist, coarse_id)
-    cdist = block_bounds(nc, nranks)
-    clo, cn = int(cdist[rank]), int(cdist[rank + 1] - cdist[rank])
-
-    # Vertex weights: summed here per coarse vertex, then at its owner.
-    order = np.argsort(fine_to_coarse, kind="stable")
-    fc = fine_to_coarse[order]
-    st = segment_starts(fc)
-    part = np.add.reduceat(g.vwgt[order], st, axis=0) if len(st) else g.vwgt[:0]
-    (ids, wts), _ = exchange(comm, owner_of(cdist, fc[st]), [fc[st], np.ascontiguousarray(part)])
-    vwgt = np.zeros((cn, g.ncon), dtype=np.int64)
-    np.add.at(vwgt, ids - clo, wts)
-    del order, fc, part
-
     # Edges: both ends mapped, inside-cluster edges dropped, duplicates summed here and at
     # the owner of the row (every rank sent its rows sorted; the owner merges them).
     # The local rows go in pieces of about `piece` entries, each reduced at once, so the
@@ -77,8 +68,12 @@ def contract(comm: "Intracomm", g: LevelGraph, halo: Halo, labels: np.ndarray, p
             edges = list(sum_pairs(*edges, max(nc - 1, 0), max(nc - 1, 0)))
     del pieces
     rows = edges[0] >> bits if bits is not None else edges[0]
+    # Coarse rows in blocks of about equal entries, counted before the owners merge them.
+    cdist = blocks_by_load(comm, load_histogram(rows, nc), nc) if nranks > 1 else block_bounds(nc, 1)
+    clo, cn = int(cdist[rank]), int(cdist[rank + 1] - cdist[rank])
     dest = owner_of(cdist, rows)
     del rows
+    vwgt = _coarse_weights(comm, g, fine_to_coarse, cdist, clo, cn)
     received, counts = exchange(comm, dest, edges)
     del dest, edges
     if np.count_nonzero(counts) > 1 and bits is not None:   # one sorted run from each rank
@@ -102,6 +97,20 @@ def contract(comm: "Intracomm", g: LevelGraph, halo: Halo, labels: np.ndarray, p
     del ru
     coarse = LevelGraph(cdist, xadj, rv, rw, vwgt).with_totals(comm)
     return coarse, fine_to_coarse
+
+
+def _coarse_weights(comm: "Intracomm", g: LevelGraph, fine_to_coarse: np.ndarray, cdist: np.ndarray,
+                    clo: int, cn: int) -> np.ndarray:
+    """(cn, ncon) weights of this rank's coarse vertices: summed here per coarse vertex, then
+    at its owner."""
+    order = np.argsort(fine_to_coarse, kind="stable")
+    fc = fine_to_coarse[order]
+    st = segment_starts(fc)
+    part = np.add.reduceat(g.vwgt[order], st, axis=0) if len(st) else g.vwgt[:0]
+    (ids, wts), _ = exchange(comm, owner_of(cdist, fc[st]), [fc[st], np.ascontiguousarray(part)])
+    vwgt = np.zeros((cn, g.ncon), dtype=np.int64)
+    np.add.at(vwgt, ids - clo, wts)
+    return vwgt
 
 
 def _edge_sums(cu: np.ndarray, cv: np.ndarray, w: np.ndarray, nc: int, bits: "int | None") -> list:
