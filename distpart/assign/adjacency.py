@@ -89,12 +89,18 @@ def load_histogram(ids: np.ndarray, n: int) -> np.ndarray:
 
 def blocks_by_load(comm: Intracomm, load: np.ndarray, n: int) -> np.ndarray:
     """vtxdist of IDs 0..n-1 in contiguous blocks of about equal load, from every rank's
-    `load_histogram` of its adjacency entries (each ID adds 1): block k starts at the first
-    histogram range whose load before it reaches k/R of the total. Collective (one Allreduce)."""
-    nranks = comm.Get_size()
+    `load_histogram` of its adjacency entries (`cut_by_load` of their sum). Collective (one
+    Allreduce)."""
+    return cut_by_load(allreduce_sum(comm, np.asarray(load, dtype=np.int64)), n, comm.Get_size())
+
+
+def cut_by_load(load: np.ndarray, n: int, nranks: int) -> np.ndarray:
+    """vtxdist of `nranks` blocks of IDs 0..n-1 from the adjacency entries of each
+    `load_histogram` range (each ID adds 1): block k starts at the first range whose load
+    before it reaches k/R of the total, so a block exceeds 1/R of the load by less than one
+    range's."""
     width = max(1, -(-n // LOAD_BUCKETS))
-    load = allreduce_sum(comm, np.asarray(load, dtype=np.int64))
-    load += np.diff(np.minimum(np.arange(len(load) + 1, dtype=np.int64) * width, n))
+    load = np.asarray(load, dtype=np.int64) + np.diff(np.minimum(np.arange(len(load) + 1, dtype=np.int64) * width, n))
     before = np.cumsum(load) - load
     targets = (np.arange(1, nranks, dtype=np.int64) * int(load.sum())) // nranks
     starts = np.minimum(np.searchsorted(before, targets, side="left") * width, n)

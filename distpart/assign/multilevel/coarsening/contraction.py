@@ -68,23 +68,18 @@ def contract(comm: "Intracomm", g: LevelGraph, halo: Halo, labels: np.ndarray, p
             edges = list(sum_pairs(*edges, max(nc - 1, 0), max(nc - 1, 0)))
     del pieces
     rows = edges[0] >> bits if bits is not None else edges[0]
-    # Coarse rows in blocks of about equal entries, counted before the owners merge them.
+    # Coarse rows in blocks of about equal entries, first as counted before the owners merge
+    # them (what each owner receives), then as merged (what each owner keeps).
     cdist = blocks_by_load(comm, load_histogram(rows, nc), nc) if nranks > 1 else block_bounds(nc, 1)
-    clo, cn = int(cdist[rank]), int(cdist[rank + 1] - cdist[rank])
     dest = owner_of(cdist, rows)
     del rows
-    vwgt = _coarse_weights(comm, g, fine_to_coarse, cdist, clo, cn)
     received, counts = exchange(comm, dest, edges)
     del dest, edges
-    if np.count_nonzero(counts) > 1 and bits is not None:   # one sorted run from each rank
-        ends = np.cumsum(counts)
-        starts = ends - counts
-        key, w = received
-        received = list(sum_sorted_runs([key[a:b] for a, b in zip(starts, ends)],
-                                        [w[a:b] for a, b in zip(starts, ends)], _key_max(nc, bits), piece))
-        del key, w
-    elif np.count_nonzero(counts) > 1:
-        received = list(sum_pairs(*received, max(nc - 1, 0), max(nc - 1, 0)))
+    received = _merged(received, counts, nc, bits, piece)
+    if nranks > 1:
+        received, cdist = _rebalanced(comm, received, cdist, nc, bits)
+    clo, cn = int(cdist[rank]), int(cdist[rank + 1] - cdist[rank])
+    vwgt = _coarse_weights(comm, g, fine_to_coarse, cdist, clo, cn)
     if bits is not None:
         key, rw = received
         del received
@@ -97,6 +92,36 @@ def contract(comm: "Intracomm", g: LevelGraph, halo: Halo, labels: np.ndarray, p
     del ru
     coarse = LevelGraph(cdist, xadj, rv, rw, vwgt).with_totals(comm)
     return coarse, fine_to_coarse
+
+
+def _merged(received: list, counts: np.ndarray, nc: int, bits: "int | None", piece: int) -> list:
+    """The edges an owner received, one sorted run from each rank, merged (weights summed)."""
+    if np.count_nonzero(counts) > 1 and bits is not None:
+        ends = np.cumsum(counts)
+        starts = ends - counts
+        key, w = received
+        received = list(sum_sorted_runs([key[a:b] for a, b in zip(starts, ends)],
+                                        [w[a:b] for a, b in zip(starts, ends)], _key_max(nc, bits), piece))
+        del key, w
+    elif np.count_nonzero(counts) > 1:
+        received = list(sum_pairs(*received, max(nc - 1, 0), max(nc - 1, 0)))
+    return received
+
+
+def _rebalanced(comm: "Intracomm", edges: list, cdist: np.ndarray, nc: int, bits: "int | None"
+                ) -> Tuple[list, np.ndarray]:
+    """The merged rows (sorted) and their blocks, the blocks cut again by the merged entries
+    where that moves a boundary: the rows of a hubs' cluster, sent by many ranks, merge to
+    far fewer entries than were counted. Collective."""
+    rows = edges[0] >> bits if bits is not None else edges[0]
+    final = blocks_by_load(comm, load_histogram(rows, nc), nc)
+    if np.array_equal(final, cdist):
+        return edges, cdist
+    dest = owner_of(final, rows)
+    del rows
+    # Each rank's rows are one ascending range and arrive in rank order: still sorted.
+    moved, _ = exchange(comm, dest, edges)
+    return moved, final
 
 
 def _coarse_weights(comm: "Intracomm", g: LevelGraph, fine_to_coarse: np.ndarray, cdist: np.ndarray,
