@@ -87,6 +87,13 @@ def load_histogram(ids: np.ndarray, n: int) -> np.ndarray:
     return np.bincount(ids // width, minlength=-(-n // width))
 
 
+def load_ranges(n: int) -> np.ndarray:
+    """Boundaries of `load_histogram`'s ranges of IDs 0..n-1 (one more than there are ranges),
+    to count sorted IDs by binary search."""
+    width = max(1, -(-n // LOAD_BUCKETS))
+    return np.minimum(np.arange(-(-n // width) + 1, dtype=np.int64) * width, n)
+
+
 def blocks_by_load(comm: Intracomm, load: np.ndarray, n: int) -> np.ndarray:
     """vtxdist of IDs 0..n-1 in contiguous blocks of about equal load, from every rank's
     `load_histogram` of its adjacency entries (`cut_by_load` of their sum). Collective (one

@@ -14,8 +14,8 @@ import numpy as np
 
 from ....arrays import owner_of, pair_bits, segment_starts, sorted_unique, sum_keys, sum_pairs, sum_sorted_runs
 from ....chunked.readers import block_bounds
-from ...adjacency import blocks_by_load, load_histogram
-from ....mpi.exchange import allreduce_sum, exchange, exscan_sum, lookup
+from ...adjacency import blocks_by_load, load_ranges
+from ....mpi.exchange import allreduce_sum, alltoallv_grouped, exchange, exscan_sum, lookup
 from ..graph import CONTRACT_PIECE, Halo, LevelGraph
 
 if TYPE_CHECKING:
@@ -67,14 +67,12 @@ def contract(comm: "Intracomm", g: LevelGraph, halo: Halo, labels: np.ndarray, p
         if len(pieces) > 1:
             edges = list(sum_pairs(*edges, max(nc - 1, 0), max(nc - 1, 0)))
     del pieces
-    rows = edges[0] >> bits if bits is not None else edges[0]
     # Coarse rows in blocks of about equal entries, first as counted before the owners merge
-    # them (what each owner receives), then as merged (what each owner keeps).
-    cdist = blocks_by_load(comm, load_histogram(rows, nc), nc) if nranks > 1 else block_bounds(nc, 1)
-    dest = owner_of(cdist, rows)
-    del rows
-    received, counts = exchange(comm, dest, edges)
-    del dest, edges
+    # them (what each owner receives), then as merged (what each owner keeps). The edges are
+    # sorted by row, so each owner's rows are one slice: no owner or order arrays, no copy.
+    cdist = blocks_by_load(comm, _row_histogram(edges, bits, nc), nc) if nranks > 1 else block_bounds(nc, 1)
+    received, counts = alltoallv_grouped(comm, edges, np.diff(_row_starts(edges, bits, cdist)))
+    del edges
     received = _merged(received, counts, nc, bits, piece)
     if nranks > 1:
         received, cdist = _rebalanced(comm, received, cdist, nc, bits)
@@ -113,15 +111,23 @@ def _rebalanced(comm: "Intracomm", edges: list, cdist: np.ndarray, nc: int, bits
     """The merged rows (sorted) and their blocks, the blocks cut again by the merged entries
     where that moves a boundary: the rows of a hubs' cluster, sent by many ranks, merge to
     far fewer entries than were counted. Collective."""
-    rows = edges[0] >> bits if bits is not None else edges[0]
-    final = blocks_by_load(comm, load_histogram(rows, nc), nc)
+    final = blocks_by_load(comm, _row_histogram(edges, bits, nc), nc)
     if np.array_equal(final, cdist):
         return edges, cdist
-    dest = owner_of(final, rows)
-    del rows
     # Each rank's rows are one ascending range and arrive in rank order: still sorted.
-    moved, _ = exchange(comm, dest, edges)
+    moved, _ = alltoallv_grouped(comm, edges, np.diff(_row_starts(edges, bits, final)))
     return moved, final
+
+
+def _row_starts(edges: list, bits: "int | None", rows: np.ndarray) -> np.ndarray:
+    """Index of the first of the row-sorted `edges` in each of `rows` or after it."""
+    first = np.asarray(rows, dtype=np.int64)
+    return np.searchsorted(edges[0], first << bits if bits is not None else first)
+
+
+def _row_histogram(edges: list, bits: "int | None", nc: int) -> np.ndarray:
+    """`load_histogram` of the rows of the row-sorted `edges` (by binary search)."""
+    return np.diff(_row_starts(edges, bits, load_ranges(nc)))
 
 
 def _coarse_weights(comm: "Intracomm", g: LevelGraph, fine_to_coarse: np.ndarray, cdist: np.ndarray,
