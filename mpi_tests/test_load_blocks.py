@@ -6,7 +6,8 @@ assignment is the one equal-size blocks give, on 1, 2 and 4 ranks.
 This file is also the worker: run under mpiexec as a script, it builds the CSR in both
 blocks, runs the multilevel method with the load blocks and again with equal-size blocks
 everywhere (the finest level by the method's `Setup`, the coarse levels by swapping the
-contraction's cut), checks the balance and writes a digest of the assignment.
+contraction's cut), checks the balance, that a contraction routes unpacked edges to the same
+blocks as packed ones, and writes a digest of the assignment.
 """
 from __future__ import annotations
 
@@ -51,6 +52,24 @@ def coarse_spreads(comm, csr) -> list:
     return [spread(comm, lv.entries + lv.nlocal) for lv in levels[1:]]
 
 
+def unpacked_differs(comm, csr) -> bool:
+    """Whether contracting one clustering of `csr` with an edge's ends kept apart (the path
+    past 2**31 coarse vertices, whose edges are routed by their own row array) gives another
+    coarse graph, or other blocks, than with them packed."""
+    from distpart.assign.multilevel.coarsening import cluster_cap
+    from distpart.assign.multilevel.coarsening.clustering import cluster
+    from distpart.assign.multilevel.coarsening.contraction import contract
+    from distpart.assign.multilevel.graph import Halo, LevelGraph, unit_weights
+    g = LevelGraph(csr.vtxdist, csr.xadj, csr.adjncy, unit_weights(len(csr.adjncy)),
+                   np.ones((len(csr.xadj) - 1, 1), dtype=np.int64)).with_totals(comm)
+    halo = Halo.build(comm, g)
+    labels = cluster(comm, g, halo, cluster_cap(g.total, K, np.ones(1, np.int64)), SEED, 0)
+    (a, fa), (b, fb) = (contract(comm, g, halo, labels, packed=p) for p in (True, False))
+    same = all(np.array_equal(x, y) for x, y in [(a.vtxdist, b.vtxdist), (a.xadj, b.xadj), (a.adjncy, b.adjncy),
+                                                 (a.adjwgt, b.adjwgt), (a.vwgt, b.vwgt), (fa, fb)])
+    return not all(comm.allgather(same))
+
+
 def assignment(comm, meta, equal: bool) -> np.ndarray:
     """The multilevel assignment of the whole graph (on every rank), in load or equal blocks."""
     from distpart.assign.balance import BalanceOptions
@@ -88,6 +107,8 @@ def worker(graph: str, out: str) -> int:
             failures.append(f"the graph is not skewed: equal-size blocks hold max/mean {equal_spread:.2f} entries")
         if load_spread > 1.1:
             failures.append(f"load blocks: max/mean {load_spread:.2f} entries per rank (equal-size {equal_spread:.2f})")
+        if unpacked_differs(comm, loaded):
+            failures.append("contraction with unpacked edges differs from the packed one")
         levels = coarse_spreads(comm, loaded)
         if not levels or max(levels) > 1.15:
             failures.append(f"coarse levels: max/mean entries per rank {levels}")

@@ -11,7 +11,8 @@ A method is a module (`parmetis`, `kaminpar`, `multilevel`) with:
   the blocks of this rank's vertices [graph.lo, graph.hi), in the input's numbering.
 
 `run_method` does what every method needs once: the option checks, the distributed CSR
-(`adjacency.build_csr`), the vertex weights of the balance options (`balance.vertex_weights`)
+(`adjacency.build_csr`; in blocks of equal size, or cut by load for a method whose result
+does not depend on the blocks, `Setup.vertex_blocks`), the vertex weights of the balance options (`balance.vertex_weights`)
 without the constraints nobody can meet (rank 0 prints them), and the split of the
 partition back into per-type blocks (`split_by_type`).
 """

@@ -240,6 +240,14 @@ _NO_FAVOURITE = np.iinfo(np.int64).max
 LONELY_PIECE = LP_PIECE // 4
 
 
+def _pieces_everywhere(comm: "Intracomm", g: LevelGraph, piece: int) -> list:
+    """`row_pieces` of about `piece` entries, padded with empty ones to as many on every rank
+    (at least one), so each may run a collective. Collective."""
+    pieces = list(row_pieces(g.xadj, piece))
+    count = max(int(allreduce_max(comm, np.array([len(pieces)]))[0]), 1)
+    return pieces + [(g.nlocal, g.nlocal)] * (count - len(pieces))
+
+
 def _favourites(comm: "Intracomm", g: LevelGraph, halo: Halo, labels: np.ndarray, lonely: np.ndarray,
                 blocks: Optional[np.ndarray]) -> np.ndarray:
     """Each lonely local vertex's favourite: the heaviest neighbouring cluster, ties to the
@@ -250,9 +258,7 @@ def _favourites(comm: "Intracomm", g: LevelGraph, halo: Halo, labels: np.ndarray
     ext = halo.extend(comm, labels)
     best = np.full(g.nlocal, -1, dtype=np.int64)
     favourite = np.full(g.nlocal, _NO_FAVOURITE, dtype=np.int64)
-    pieces = list(row_pieces(g.xadj, LONELY_PIECE))
-    count = max(int(allreduce_max(comm, np.array([len(pieces)]))[0]), 1)
-    for r0, r1 in pieces + [(g.nlocal, g.nlocal)] * (count - len(pieces)):
+    for r0, r1 in _pieces_everywhere(comm, g, LONELY_PIECE):
         e0 = int(g.xadj[r0])
         entries = np.flatnonzero(np.repeat(lonely[r0:r1], np.diff(g.xadj[r0:r1 + 1]))) + e0
         lab, row, w = _connections(g, halo, ext, entries)
@@ -337,9 +343,7 @@ def cluster(comm: "Intracomm", g: LevelGraph, halo: Halo, max_weight: np.ndarray
     deg = np.diff(g.xadj)
     left = g.n
     # Rows in pieces of about LP_PIECE entries, as many on every rank (one lookup each).
-    pieces = list(row_pieces(g.xadj, LP_PIECE))
-    count = max(int(allreduce_max(comm, np.array([len(pieces)]))[0]), 1)
-    pieces += [(g.nlocal, g.nlocal)] * (count - len(pieces))
+    pieces = _pieces_everywhere(comm, g, LP_PIECE)
     for rnd in range(rounds):
         batch = batch_of(gids, round_key(seed, level, rnd), batches).astype(np.int8 if batches < 128 else np.int64)
         entry_batch = np.repeat(batch, deg)
