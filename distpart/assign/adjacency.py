@@ -1,7 +1,9 @@
 """The graph ParMETIS partitions: homogeneous, symmetrized, simple, in contiguous vertex blocks.
 
 Homogeneous IDs put node types in metadata order (type t's node i is `offset[t] + i`, as
-in DGL's guide 7.5). Rank r owns vertices [vtxdist[r], vtxdist[r+1]). Every input edge u->v
+in DGL's guide 7.5). Rank r owns vertices [vtxdist[r], vtxdist[r+1]): blocks of equal size
+(`block_bounds`), or cut by load (`load_blocks`: about as many adjacency entries + vertices
+on every rank, whatever IDs the hubs have). Every input edge u->v
 of every type contributes v's row (u) and u's row (v); self loops and duplicates are
 dropped because ParMETIS fails on them. Each directed edge is also counted once towards its
 destination's in-degree, the number of edges that vertex's partition will keep.
@@ -19,7 +21,7 @@ import numpy as np
 
 from ..arrays import offsets, owner_of, sorted_unique
 from ..chunked.blocks import edge_pieces
-from ..mpi.exchange import DEFAULT_MAX_BYTES, exchange, lookup
+from ..mpi.exchange import DEFAULT_MAX_BYTES, allreduce_sum, exchange, lookup
 from ..chunked.metadata import GraphMeta
 from ..run.progress import Progress
 from ..chunked.readers import block_bounds
@@ -53,9 +55,68 @@ def type_offsets(meta: GraphMeta) -> np.ndarray:
     return offsets(meta.node_counts)
 
 
+# Load histogram resolution of `load_blocks`: a block boundary falls on a multiple of
+# ceil(n / LOAD_BUCKETS) (every vertex on graphs up to that size); 512 KB per rank.
+LOAD_BUCKETS = 1 << 16
+
+
+def load_blocks(comm: Intracomm, meta: GraphMeta, max_bytes: int = DEFAULT_MAX_BYTES,
+                progress: Optional[Progress] = None) -> np.ndarray:
+    """vtxdist of contiguous input-ID blocks holding about the same load each, a vertex's load
+    being its degree in the input (both directions, duplicates and self loops included) + 1.
+    One read of the edges into a histogram of ID ranges, one Allreduce, a prefix sum: no
+    exchange. Collective."""
+    offsets = type_offsets(meta)
+    n, nranks = int(offsets[-1]), comm.Get_size()
+    if nranks == 1:
+        return block_bounds(n, 1)
+    progress = progress or Progress.off()
+    load = load_histogram(np.empty(0, dtype=np.int64), n)
+    total = sum(-(-et.count // nranks) for et in meta.edge_types)
+    with progress.task("vertex blocks by load", total, "edges"):
+        for etype in meta.edge_types:
+            for piece in edge_pieces(comm, meta, etype, piece_rows(max_bytes), progress):
+                load += load_histogram(piece.src + offsets[meta.ntype_id(etype.src)], n)
+                load += load_histogram(piece.dst + offsets[meta.ntype_id(etype.dst)], n)
+    return blocks_by_load(comm, load, n)
+
+
+def load_histogram(ids: np.ndarray, n: int) -> np.ndarray:
+    """How many of `ids` (each in 0..n-1) fall in each range of `blocks_by_load`'s histogram."""
+    width = max(1, -(-n // LOAD_BUCKETS))
+    return np.bincount(ids // width, minlength=-(-n // width))
+
+
+def load_ranges(n: int) -> np.ndarray:
+    """Boundaries of `load_histogram`'s ranges of IDs 0..n-1 (one more than there are ranges),
+    to count sorted IDs by binary search."""
+    width = max(1, -(-n // LOAD_BUCKETS))
+    return np.minimum(np.arange(-(-n // width) + 1, dtype=np.int64) * width, n)
+
+
+def blocks_by_load(comm: Intracomm, load: np.ndarray, n: int) -> np.ndarray:
+    """vtxdist of IDs 0..n-1 in contiguous blocks of about equal load, from every rank's
+    `load_histogram` of its adjacency entries (`cut_by_load` of their sum). Collective (one
+    Allreduce)."""
+    return cut_by_load(allreduce_sum(comm, np.asarray(load, dtype=np.int64)), n, comm.Get_size())
+
+
+def cut_by_load(load: np.ndarray, n: int, nranks: int) -> np.ndarray:
+    """vtxdist of `nranks` blocks of IDs 0..n-1 from the adjacency entries of each
+    `load_histogram` range (each ID adds 1): block k starts at the first range whose load
+    before it reaches k/R of the total, so a block exceeds 1/R of the load by less than one
+    range's."""
+    width = max(1, -(-n // LOAD_BUCKETS))
+    load = np.asarray(load, dtype=np.int64) + np.diff(np.minimum(np.arange(len(load) + 1, dtype=np.int64) * width, n))
+    before = np.cumsum(load) - load
+    targets = (np.arange(1, nranks, dtype=np.int64) * int(load.sum())) // nranks
+    starts = np.minimum(np.searchsorted(before, targets, side="left") * width, n)
+    return np.concatenate([[0], starts, [n]]).astype(np.int64)
+
+
 def build_csr(comm: Intracomm, meta: GraphMeta, max_bytes: int = DEFAULT_MAX_BYTES,
               progress: Optional[Progress] = None, index_dtype: "np.dtype | type" = np.int64,
-              numbering: Optional[Renumbering] = None) -> DistributedCSR:
+              numbering: Optional[Renumbering] = None, blocks: Optional[np.ndarray] = None) -> DistributedCSR:
     """Read the edges piece by piece and route both directions of each edge to its row's
     owner. Collective.
 
@@ -65,12 +126,13 @@ def build_csr(comm: Intracomm, meta: GraphMeta, max_bytes: int = DEFAULT_MAX_BYT
     them over copies nothing. Transient memory is bounded by the piece size.
 
     `numbering` renumbers the vertices (e.g. `ordering.hubs_first`): rows, columns and
-    in-degrees are then in the new numbering, rows in its blocks.
+    in-degrees are then in the new numbering, rows in its blocks. `blocks` (without
+    `numbering`): the vtxdist of the rows (default: equal blocks, `block_bounds`).
     """
     progress = progress or Progress.off()
     total = sum(-(-et.count // comm.Get_size()) for et in meta.edge_types)
     with progress.task("graph for the partitioner", total, "edges"):
-        return _build_csr(comm, meta, max_bytes, progress, np.dtype(index_dtype), numbering)
+        return _build_csr(comm, meta, max_bytes, progress, np.dtype(index_dtype), numbering, blocks)
 
 
 def piece_rows(max_bytes: int) -> int:
@@ -82,11 +144,15 @@ def piece_rows(max_bytes: int) -> int:
 
 
 def _build_csr(comm: Intracomm, meta: GraphMeta, max_bytes: int, progress: Progress,
-               index_dtype: np.dtype, numbering: Optional[Renumbering]) -> DistributedCSR:
+               index_dtype: np.dtype, numbering: Optional[Renumbering],
+               blocks: Optional[np.ndarray]) -> DistributedCSR:
     offsets = type_offsets(meta)
     n = int(offsets[-1])
     input_blocks = block_bounds(n, comm.Get_size())
-    vtxdist = input_blocks if numbering is None else numbering.bounds
+    if numbering is not None:
+        vtxdist = numbering.bounds
+    else:
+        vtxdist = input_blocks if blocks is None else np.asarray(blocks, dtype=np.int64)
     lo, hi = int(vtxdist[comm.Get_rank()]), int(vtxdist[comm.Get_rank() + 1])
     in_degree = np.zeros(hi - lo, dtype=np.int64)
     keys: List[np.ndarray] = []

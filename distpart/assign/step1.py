@@ -11,7 +11,8 @@ A method is a module (`parmetis`, `kaminpar`, `multilevel`) with:
   the blocks of this rank's vertices [graph.lo, graph.hi), in the input's numbering.
 
 `run_method` does what every method needs once: the option checks, the distributed CSR
-(`adjacency.build_csr`), the vertex weights of the balance options (`balance.vertex_weights`)
+(`adjacency.build_csr`; in blocks of equal size, or cut by load for a method whose result
+does not depend on the blocks, `Setup.vertex_blocks`), the vertex weights of the balance options (`balance.vertex_weights`)
 without the constraints nobody can meet (rank 0 prints them), and the split of the
 partition back into per-type blocks (`split_by_type`).
 """
@@ -27,7 +28,7 @@ from ..chunked.blocks import rank_bounds
 from ..chunked.readers import block_bounds
 from ..mpi.collective import agreed
 from ..mpi.exchange import allreduce_sum
-from .adjacency import build_csr, type_offsets
+from .adjacency import build_csr, load_blocks, type_offsets
 from .assignment import Assignment, NodeBlock
 from .balance import check_options, usable_constraints, vertex_weights
 from .ordering import degrees, hubs_first
@@ -47,6 +48,9 @@ class Setup:
 
     index_dtype: "np.dtype | type" = np.int64   # of the CSR's xadj/adjncy
     vertex_order: str = "input"                 # "degree": hubs first (`ordering`)
+    # "equal": as many vertices on every rank; "load": as many adjacency entries + vertices
+    # (`adjacency.load_blocks`), for a method whose result does not depend on the blocks
+    vertex_blocks: str = "equal"
     # (meta, balance, offsets, lo, hi, in_degree) -> (weights (hi - lo, ncon), column names)
     weights: Callable = vertex_weights
     context: Any = None                         # the method's own (a loaded library, options)
@@ -97,14 +101,17 @@ def run_method(comm: "Intracomm", meta: "GraphMeta", num_parts: int, balance: "B
 
 def build_graph(comm: "Intracomm", meta: "GraphMeta", setup: Setup, max_bytes: int,
                 progress: "Progress") -> Step1Graph:
-    """The distributed CSR of the symmetrized homogeneous graph, in the order `setup` asks
-    for. Collective."""
-    numbering = in_degree = None
+    """The distributed CSR of the symmetrized homogeneous graph, in the order and blocks
+    `setup` asks for. Collective."""
+    numbering = in_degree = blocks = None
     if setup.vertex_order == "degree":
         degree, in_degree = degrees(comm, meta, max_bytes, progress)
         numbering = hubs_first(comm, degree)
         del degree
-    csr = build_csr(comm, meta, max_bytes, progress, index_dtype=setup.index_dtype, numbering=numbering)
+    elif setup.vertex_blocks == "load":
+        blocks = load_blocks(comm, meta, max_bytes, progress)
+    csr = build_csr(comm, meta, max_bytes, progress, index_dtype=setup.index_dtype, numbering=numbering,
+                    blocks=blocks)
     # The input's blocks, whatever the CSR's numbering (the weights and the result are in it).
     vtxdist = block_bounds(int(type_offsets(meta)[-1]), comm.Get_size()) if numbering is not None else csr.vtxdist
     lo, hi = int(vtxdist[comm.Get_rank()]), int(vtxdist[comm.Get_rank() + 1])

@@ -36,11 +36,13 @@ MESH_VCYCLES = 1
 
 def setup(meta: "GraphMeta", balance: "BalanceOptions", rank: int, vcycles: Optional[int] = None,
           objective: "Optional[Objective]" = None) -> "Setup":
-    """Every balance option a vertex-weight column; `objective` checked against the graph."""
+    """Every balance option a vertex-weight column; `objective` checked against the graph.
+    Rows in blocks cut by load: the result does not depend on the blocks, and with equal
+    blocks the ranks holding a graph's hubs would hold most of its edges."""
     from ..objective import check_objective
     if objective is not None:
         check_objective(meta, objective)
-    return Setup(context=(vcycles, objective))
+    return Setup(vertex_blocks="load", context=(vcycles, objective))
 
 
 def partition(comm: "Intracomm", graph: "Step1Graph", vwgt: np.ndarray, k: int, imbalance: np.ndarray,

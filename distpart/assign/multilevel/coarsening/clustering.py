@@ -233,6 +233,45 @@ def _lp_batch(comm: "Intracomm", g: LevelGraph, halo: Halo, labels: np.ndarray, 
     return len(answers)
 
 
+_NO_FAVOURITE = np.iinfo(np.int64).max
+# Rows whose entries the grouping of lonely vertices handles at once: a batch's share of an
+# LP piece, so its connections are no larger than a batch's (a coarse level's vertices may
+# nearly all be lonely).
+LONELY_PIECE = LP_PIECE // 4
+
+
+def _pieces_everywhere(comm: "Intracomm", g: LevelGraph, piece: int) -> list:
+    """`row_pieces` of about `piece` entries, padded with empty ones to as many on every rank
+    (at least one), so each may run a collective. Collective."""
+    pieces = list(row_pieces(g.xadj, piece))
+    count = max(int(allreduce_max(comm, np.array([len(pieces)]))[0]), 1)
+    return pieces + [(g.nlocal, g.nlocal)] * (count - len(pieces))
+
+
+def _favourites(comm: "Intracomm", g: LevelGraph, halo: Halo, labels: np.ndarray, lonely: np.ndarray,
+                blocks: Optional[np.ndarray]) -> np.ndarray:
+    """Each lonely local vertex's favourite: the heaviest neighbouring cluster, ties to the
+    smaller label (a lonely vertex has no neighbour in its own cluster, so every entry is
+    another cluster); with `blocks`, among those of its block; _NO_FAVOURITE where there is
+    none. Rows in pieces of about LONELY_PIECE entries, as many on every rank (a row's
+    favourite depends on its own entries only). Collective."""
+    ext = halo.extend(comm, labels)
+    best = np.full(g.nlocal, -1, dtype=np.int64)
+    favourite = np.full(g.nlocal, _NO_FAVOURITE, dtype=np.int64)
+    for r0, r1 in _pieces_everywhere(comm, g, LONELY_PIECE):
+        e0 = int(g.xadj[r0])
+        entries = np.flatnonzero(np.repeat(lonely[r0:r1], np.diff(g.xadj[r0:r1 + 1]))) + e0
+        lab, row, w = _connections(g, halo, ext, entries)
+        del entries
+        if blocks is not None:
+            same = lookup(comm, lab, g.vtxdist, blocks) == blocks[row]
+            lab, row, w = lab[same], row[same], w[same]
+        np.maximum.at(best, row, w)
+        top = w == best[row]
+        np.minimum.at(favourite, row[top], lab[top])
+    return favourite
+
+
 def _merge_lonely(comm: "Intracomm", g: LevelGraph, halo: Halo, labels: np.ndarray, cw: np.ndarray,
                   cap: np.ndarray, budget: int, key: np.uint64,
                   blocks: Optional[np.ndarray] = None) -> int:
@@ -251,20 +290,9 @@ def _merge_lonely(comm: "Intracomm", g: LevelGraph, halo: Halo, labels: np.ndarr
     lonely = size == 1
     deg = np.diff(g.xadj)
     linked, isolated = np.flatnonzero(lonely & (deg > 0)), np.flatnonzero(lonely & (deg == 0))
-    ext = halo.extend(comm, labels)
-    lab, row, w = _connections(g, halo, ext, np.flatnonzero(np.repeat(lonely, np.diff(g.xadj))))
-    del ext
-    if blocks is not None:
-        same = lookup(comm, lab, g.vtxdist, blocks) == blocks[row]
-        lab, row, w = lab[same], row[same], w[same]
-        linked = linked[np.isin(linked, row)]
-    # The favourite: the heaviest neighbouring cluster, ties to the smaller label (a lonely
-    # vertex has no neighbour in its own cluster, so every entry is another cluster).
-    best = np.full(g.nlocal, -1, dtype=np.int64)
-    np.maximum.at(best, row, w)
-    top = w == best[row]
-    favourite = np.full(g.nlocal, np.iinfo(np.int64).max, dtype=np.int64)
-    np.minimum.at(favourite, row[top], lab[top])
+    favourite = _favourites(comm, g, halo, labels, lonely, blocks)
+    if blocks is not None:   # a vertex with no neighbour in its block has no favourite
+        linked = linked[favourite[linked] != _NO_FAVOURITE]
     favourite = favourite[linked]
     iso_gid = isolated + lo
     span = iso_gid // ISOLATED_SPAN
@@ -315,9 +343,7 @@ def cluster(comm: "Intracomm", g: LevelGraph, halo: Halo, max_weight: np.ndarray
     deg = np.diff(g.xadj)
     left = g.n
     # Rows in pieces of about LP_PIECE entries, as many on every rank (one lookup each).
-    pieces = list(row_pieces(g.xadj, LP_PIECE))
-    count = max(int(allreduce_max(comm, np.array([len(pieces)]))[0]), 1)
-    pieces += [(g.nlocal, g.nlocal)] * (count - len(pieces))
+    pieces = _pieces_everywhere(comm, g, LP_PIECE)
     for rnd in range(rounds):
         batch = batch_of(gids, round_key(seed, level, rnd), batches).astype(np.int8 if batches < 128 else np.int64)
         entry_batch = np.repeat(batch, deg)

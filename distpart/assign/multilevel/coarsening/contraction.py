@@ -2,6 +2,9 @@
 
 Numpy only: both ends of every edge mapped to clusters, then one sort of packed (coarse u,
 coarse v, weight) integers per piece of rows (`arrays.sum_pairs`), merged at each row's owner.
+The coarse rows go to the ranks in blocks of about equal entries (`adjacency.blocks_by_load`):
+clusters of hubs have the lowest coarse IDs whatever the input numbering, so equal-size blocks
+would put most of a coarse level's edges on the first rank.
 """
 from __future__ import annotations
 
@@ -11,7 +14,8 @@ import numpy as np
 
 from ....arrays import owner_of, pair_bits, segment_starts, sorted_unique, sum_keys, sum_pairs, sum_sorted_runs
 from ....chunked.readers import block_bounds
-from ....mpi.exchange import allreduce_sum, exchange, exscan_sum, lookup
+from ...adjacency import blocks_by_load, load_ranges
+from ....mpi.exchange import allreduce_sum, alltoallv_grouped, exchange, exscan_sum, lookup
 from ..graph import CONTRACT_PIECE, Halo, LevelGraph
 
 if TYPE_CHECKING:
@@ -37,19 +41,6 @@ def contract(comm: "Intracomm", g: LevelGraph, halo: Halo, labels: np.ndarray, p
     coarse_id = np.full(g.nlocal, -1, dtype=np.int64)
     coarse_id[used] = base + np.arange(count, dtype=np.int64)
     fine_to_coarse = lookup(comm, labels, g.vtxdist, coarse_id)
-    cdist = block_bounds(nc, nranks)
-    clo, cn = int(cdist[rank]), int(cdist[rank + 1] - cdist[rank])
-
-    # Vertex weights: summed here per coarse vertex, then at its owner.
-    order = np.argsort(fine_to_coarse, kind="stable")
-    fc = fine_to_coarse[order]
-    st = segment_starts(fc)
-    part = np.add.reduceat(g.vwgt[order], st, axis=0) if len(st) else g.vwgt[:0]
-    (ids, wts), _ = exchange(comm, owner_of(cdist, fc[st]), [fc[st], np.ascontiguousarray(part)])
-    vwgt = np.zeros((cn, g.ncon), dtype=np.int64)
-    np.add.at(vwgt, ids - clo, wts)
-    del order, fc, part
-
     # Edges: both ends mapped, inside-cluster edges dropped, duplicates summed here and at
     # the owner of the row (every rank sent its rows sorted; the owner merges them).
     # The local rows go in pieces of about `piece` entries, each reduced at once, so the
@@ -76,20 +67,17 @@ def contract(comm: "Intracomm", g: LevelGraph, halo: Halo, labels: np.ndarray, p
         if len(pieces) > 1:
             edges = list(sum_pairs(*edges, max(nc - 1, 0), max(nc - 1, 0)))
     del pieces
-    rows = edges[0] >> bits if bits is not None else edges[0]
-    dest = owner_of(cdist, rows)
-    del rows
-    received, counts = exchange(comm, dest, edges)
-    del dest, edges
-    if np.count_nonzero(counts) > 1 and bits is not None:   # one sorted run from each rank
-        ends = np.cumsum(counts)
-        starts = ends - counts
-        key, w = received
-        received = list(sum_sorted_runs([key[a:b] for a, b in zip(starts, ends)],
-                                        [w[a:b] for a, b in zip(starts, ends)], _key_max(nc, bits), piece))
-        del key, w
-    elif np.count_nonzero(counts) > 1:
-        received = list(sum_pairs(*received, max(nc - 1, 0), max(nc - 1, 0)))
+    # Coarse rows in blocks of about equal entries, first as counted before the owners merge
+    # them (what each owner receives), then as merged (what each owner keeps). The edges are
+    # sorted by row, so each owner's rows are one slice: no owner or order arrays, no copy.
+    cdist = blocks_by_load(comm, _row_histogram(edges, bits, nc), nc) if nranks > 1 else block_bounds(nc, 1)
+    received, counts = alltoallv_grouped(comm, edges, np.diff(_row_starts(edges, bits, cdist)))
+    del edges
+    received = _merged(received, counts, nc, bits, piece)
+    if nranks > 1:
+        received, cdist = _rebalanced(comm, received, cdist, nc, bits)
+    clo, cn = int(cdist[rank]), int(cdist[rank + 1] - cdist[rank])
+    vwgt = _coarse_weights(comm, g, fine_to_coarse, cdist, clo, cn)
     if bits is not None:
         key, rw = received
         del received
@@ -102,6 +90,58 @@ def contract(comm: "Intracomm", g: LevelGraph, halo: Halo, labels: np.ndarray, p
     del ru
     coarse = LevelGraph(cdist, xadj, rv, rw, vwgt).with_totals(comm)
     return coarse, fine_to_coarse
+
+
+def _merged(received: list, counts: np.ndarray, nc: int, bits: "int | None", piece: int) -> list:
+    """The edges an owner received, one sorted run from each rank, merged (weights summed)."""
+    if np.count_nonzero(counts) > 1 and bits is not None:
+        ends = np.cumsum(counts)
+        starts = ends - counts
+        key, w = received
+        received = list(sum_sorted_runs([key[a:b] for a, b in zip(starts, ends)],
+                                        [w[a:b] for a, b in zip(starts, ends)], _key_max(nc, bits), piece))
+        del key, w
+    elif np.count_nonzero(counts) > 1:
+        received = list(sum_pairs(*received, max(nc - 1, 0), max(nc - 1, 0)))
+    return received
+
+
+def _rebalanced(comm: "Intracomm", edges: list, cdist: np.ndarray, nc: int, bits: "int | None"
+                ) -> Tuple[list, np.ndarray]:
+    """The merged rows (sorted) and their blocks, the blocks cut again by the merged entries
+    where that moves a boundary: the rows of a hubs' cluster, sent by many ranks, merge to
+    far fewer entries than were counted. Collective."""
+    final = blocks_by_load(comm, _row_histogram(edges, bits, nc), nc)
+    if np.array_equal(final, cdist):
+        return edges, cdist
+    # Each rank's rows are one ascending range and arrive in rank order: still sorted.
+    moved, _ = alltoallv_grouped(comm, edges, np.diff(_row_starts(edges, bits, final)))
+    return moved, final
+
+
+def _row_starts(edges: list, bits: "int | None", rows: np.ndarray) -> np.ndarray:
+    """Index of the first of the row-sorted `edges` in each of `rows` or after it."""
+    first = np.asarray(rows, dtype=np.int64)
+    return np.searchsorted(edges[0], first << bits if bits is not None else first)
+
+
+def _row_histogram(edges: list, bits: "int | None", nc: int) -> np.ndarray:
+    """`load_histogram` of the rows of the row-sorted `edges` (by binary search)."""
+    return np.diff(_row_starts(edges, bits, load_ranges(nc)))
+
+
+def _coarse_weights(comm: "Intracomm", g: LevelGraph, fine_to_coarse: np.ndarray, cdist: np.ndarray,
+                    clo: int, cn: int) -> np.ndarray:
+    """(cn, ncon) weights of this rank's coarse vertices: summed here per coarse vertex, then
+    at its owner."""
+    order = np.argsort(fine_to_coarse, kind="stable")
+    fc = fine_to_coarse[order]
+    st = segment_starts(fc)
+    part = np.add.reduceat(g.vwgt[order], st, axis=0) if len(st) else g.vwgt[:0]
+    (ids, wts), _ = exchange(comm, owner_of(cdist, fc[st]), [fc[st], np.ascontiguousarray(part)])
+    vwgt = np.zeros((cn, g.ncon), dtype=np.int64)
+    np.add.at(vwgt, ids - clo, wts)
+    return vwgt
 
 
 def _edge_sums(cu: np.ndarray, cv: np.ndarray, w: np.ndarray, nc: int, bits: "int | None") -> list:
