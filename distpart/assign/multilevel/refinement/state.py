@@ -32,6 +32,13 @@ def overload(bw: np.ndarray, caps: np.ndarray, avg: np.ndarray) -> float:
     return float((np.maximum(np.asarray(bw) - caps, 0) / avg).sum())
 
 
+def narrow(ext: np.ndarray, k: int) -> np.ndarray:
+    """Block ids in the smallest integer type that holds k blocks: the edge passes gather
+    them at random, and a level's int8 ids stay in cache where int64 ones do not."""
+    dtype = np.int8 if k <= 127 else np.int16 if k <= 32767 else np.int32 if k <= 2**31 - 1 else np.int64
+    return ext if ext.dtype == dtype else ext.astype(dtype)
+
+
 def connections(g: LevelGraph, halo: Halo, ext: np.ndarray, rows: np.ndarray, k: int,
                 unit: bool = False) -> np.ndarray:
     """(len(rows), k) int64 edge weight from each of the given local rows to each block (`ext`: extended block ids; `unit`: every edge weight is 1, so edges are counted).
@@ -40,6 +47,7 @@ def connections(g: LevelGraph, halo: Halo, ext: np.ndarray, rows: np.ndarray, k:
     out = np.empty((len(rows), k), dtype=np.int64)
     if len(rows) == 0:
         return out
+    ext = narrow(ext, k)
     if np.any(rows[1:] < rows[:-1]):
         order = np.argsort(rows, kind="stable")
         out[order] = connections(g, halo, ext, rows[order], k, unit)
@@ -118,6 +126,7 @@ class State:
     border: np.ndarray    # (nlocal,) bool: some neighbour in another block
     over: float           # `overload` of bw
     extra: np.ndarray     # the Allreduced extra counters `evaluate` was given
+    small: "Optional[np.ndarray]" = None   # `ext` in the narrow type (`narrow`) the edge passes gather
 
     @property
     def feasible(self) -> bool:
@@ -165,7 +174,7 @@ class Refinement:
         leaves hubs out altogether)."""
         conn = np.zeros((len(rows), self.k), dtype=np.int64)
         b = st.border[rows] & (self.deg[rows] <= self.hub_degree)
-        conn[b] = connections(self.g, self.halo, st.ext, rows[b], self.k, self.unit)
+        conn[b] = connections(self.g, self.halo, st.ext if st.small is None else st.small, rows[b], self.k, self.unit)
         inner = rows[~b]
         conn[np.flatnonzero(~b), st.ext[inner]] = self.wdeg[inner]
         return conn
@@ -176,11 +185,12 @@ class Refinement:
         g, k = self.g, self.k
         ext = self.halo.extend(comm, np.asarray(parts, dtype=np.int64))
         own = ext[:g.nlocal]
+        small = narrow(ext, k)
         cut, border = 0, np.zeros(g.nlocal, dtype=bool)
         # In pieces of rows: edge-length temporaries of one piece, not of the whole level.
         for lo, hi in row_pieces(g.xadj, EVALUATE_PIECE):
             e0, e1 = int(g.xadj[lo]), int(g.xadj[hi])
-            diff = ext[self.halo.col[e0:e1]] != np.repeat(own[lo:hi], self.deg[lo:hi])
+            diff = small[self.halo.col[e0:e1]] != np.repeat(small[lo:hi], self.deg[lo:hi])
             cut += np.count_nonzero(diff) if self.unit else int(g.adjwgt[e0:e1][diff].sum())
             border[lo:hi] = border_rows(g.xadj[lo:hi + 1] - e0, diff)
         local = np.concatenate([column_sums(own, g.vwgt, k).reshape(-1), [cut],
@@ -189,4 +199,4 @@ class Refinement:
         bw = red[:k * g.ncon].reshape(k, g.ncon)
         # Each cut edge is seen once from each end, wherever the ends live.
         return State(ext, bw, int(red[k * g.ncon]) // 2, border, overload(bw, self.caps, self.avg),
-                     red[k * g.ncon + 1:])
+                     red[k * g.ncon + 1:], small)
