@@ -53,7 +53,7 @@ def balance_state(comm: "Intracomm", ctx: Refinement, st: State, max_rounds: int
         movers, targets = balance_moves(comm, ctx, st, strict=stalled > 0)
         parts = st.ext[:ctx.g.nlocal].copy()
         parts[movers] = targets
-        st = ctx.evaluate(comm, parts, (len(movers),))
+        st = ctx.evaluate(comm, parts, (len(movers),), prev=st)
         if st.extra[0] == 0:   # nothing could move: the same round would repeat
             break
         stalled = 0 if st.over < best.over else stalled + 1

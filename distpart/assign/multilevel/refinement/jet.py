@@ -141,7 +141,7 @@ def iteration(comm: "Intracomm", ctx: Refinement, run: JetRun, factor: float, ca
     parts[movers] = targets
     run.locked = np.zeros(g.nlocal, dtype=bool)
     run.locked[movers] = True
-    st = ctx.evaluate(comm, parts, (len(movers),))
+    st = ctx.evaluate(comm, parts, (len(movers),), prev=run.st)
     run.before, run.moved = run.moved, int(st.extra[0])
     if not st.feasible:
         st = balance_state(comm, ctx, st, REBALANCE_ROUNDS)

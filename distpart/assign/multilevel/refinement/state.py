@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Optional, Tuple
 
 import numpy as np
 
-from ....arrays import keyed_permutation, segment_sums
-from ....mpi.exchange import allreduce_sum, concat_ranges
+from ....arrays import group_by_owner, keyed_permutation, segment_sums
+from ....mpi.exchange import allreduce_sum, alltoallv_grouped, concat_ranges
 from ..graph import EVALUATE_PIECE, HUB_SKEW, Halo, LevelGraph, is_unit, row_pieces
 from .select import QBITS
 
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 DENSE_ENTRIES = 1 << 22        # entries of one dense (rows x blocks [x constraints]) block at a time
 EPS = 1e-12                    # below any real change of normalised overload (>= 1 / total)
 HAIR = 0.01                    # a target may end this fraction of an average block above its cap
+INCREMENTAL_SHARE = 4          # `evaluate` passes over the moved rows' entries while below 1/this of all
 HUB_DEGREE = 256               # moves of vertices above this degree (or HUB_SKEW x average) priced by degree
 
 
@@ -89,6 +90,15 @@ def border_rows(xadj: np.ndarray, diff: np.ndarray) -> np.ndarray:
     return np.logical_or.reduceat(diff, np.minimum(xadj[:-1], len(diff) - 1)) & nonempty
 
 
+def row_counts(xadj: np.ndarray, flags: np.ndarray, dtype: type) -> np.ndarray:
+    """(nlocal,) how many True in `flags` (one per adjacency entry) each row has."""
+    out = np.zeros(len(xadj) - 1, dtype=dtype)
+    has = np.flatnonzero(xadj[1:] > xadj[:-1])
+    if len(has):
+        out[has] = np.add.reduceat(flags, xadj[has], dtype=dtype)
+    return out
+
+
 def chunks(n: int, width: int):
     """Slices of [0, n) whose dense (rows x width) blocks stay within DENSE_ENTRIES."""
     step = max(1, DENSE_ENTRIES // max(width, 1))
@@ -127,6 +137,7 @@ class State:
     over: float           # `overload` of bw
     extra: np.ndarray     # the Allreduced extra counters `evaluate` was given
     small: "Optional[np.ndarray]" = None   # `ext` in the narrow type (`narrow`) the edge passes gather
+    cnt: "Optional[np.ndarray]" = None     # (nlocal,) each row's entries to other blocks (border = cnt > 0)
 
     @property
     def feasible(self) -> bool:
@@ -156,6 +167,7 @@ class Refinement:
         self.avg = np.maximum(self.total, 1) / self.k   # an all-zero column has nothing to balance
         self.hair = np.ceil(HAIR * self.avg).astype(np.int64)
         self.deg = np.diff(g.xadj)
+        self.cnt_dtype = np.int32 if len(self.deg) == 0 or self.deg.max() < 2**31 else np.int64
         self.wdeg = segment_sums(g.xadj, g.adjwgt)
         self.unit = is_unit(g.adjwgt)   # the finest level: edges are counted, not weighed
         self.hub_degree = max(HUB_DEGREE, HUB_SKEW * g.global_entries(comm) // max(g.n, 1))
@@ -179,24 +191,73 @@ class Refinement:
         conn[np.flatnonzero(~b), st.ext[inner]] = self.wdeg[inner]
         return conn
 
-    def evaluate(self, comm: "Intracomm", parts: np.ndarray, extra: Tuple[int, ...] = ()) -> State:
+    def evaluate(self, comm: "Intracomm", parts: np.ndarray, extra: Tuple[int, ...] = (),
+                 prev: "Optional[State]" = None) -> State:
         """Refresh the ghosts' blocks (one halo exchange), then block weights, cut and `extra`
-        counters summed over ranks in one Allreduce. Collective."""
+        counters summed over ranks in one Allreduce. With `prev` (the state `parts` was made
+        from by a few moves) only the moved vertices' edges are passed over. Collective."""
         g, k = self.g, self.k
-        ext = self.halo.extend(comm, np.asarray(parts, dtype=np.int64))
+        parts = np.asarray(parts, dtype=np.int64)
+        moved = None
+        if prev is not None and prev.cnt is not None:
+            moved = np.flatnonzero(parts != prev.ext[:g.nlocal])
+            work = allreduce_sum(comm, np.array([int(self.deg[moved].sum()), g.entries]))
+            # An entry of a moved row costs a few passes' worth: past a quarter of all, one pass.
+            if INCREMENTAL_SHARE * work[0] > work[1]:
+                moved = None
+        ext = self.halo.extend(comm, parts)
         own = ext[:g.nlocal]
         small = narrow(ext, k)
-        cut, border = 0, np.zeros(g.nlocal, dtype=bool)
-        # In pieces of rows: edge-length temporaries of one piece, not of the whole level.
-        for lo, hi in row_pieces(g.xadj, EVALUATE_PIECE):
-            e0, e1 = int(g.xadj[lo]), int(g.xadj[hi])
-            diff = small[self.halo.col[e0:e1]] != np.repeat(small[lo:hi], self.deg[lo:hi])
-            cut += np.count_nonzero(diff) if self.unit else int(g.adjwgt[e0:e1][diff].sum())
-            border[lo:hi] = border_rows(g.xadj[lo:hi + 1] - e0, diff)
-        local = np.concatenate([column_sums(own, g.vwgt, k).reshape(-1), [cut],
-                                np.asarray(extra, dtype=np.int64)])
+        if moved is not None:
+            cnt, cut2 = self._moved_counts(comm, prev, small, moved)
+            w = g.vwgt[moved]
+            bw_local = column_sums(own[moved], w, k) - column_sums(prev.ext[moved], w, k)
+        else:
+            cnt, cut2 = np.zeros(g.nlocal, dtype=self.cnt_dtype), 0
+            # In pieces of rows: edge-length temporaries of one piece, not of the whole level.
+            for lo, hi in row_pieces(g.xadj, EVALUATE_PIECE):
+                e0, e1 = int(g.xadj[lo]), int(g.xadj[hi])
+                diff = small[self.halo.col[e0:e1]] != np.repeat(small[lo:hi], self.deg[lo:hi])
+                cut2 += np.count_nonzero(diff) if self.unit else int(g.adjwgt[e0:e1][diff].sum())
+                cnt[lo:hi] = row_counts(g.xadj[lo:hi + 1] - e0, diff, self.cnt_dtype)
+            bw_local = column_sums(own, g.vwgt, k)
+        local = np.concatenate([bw_local.reshape(-1), [cut2], np.asarray(extra, dtype=np.int64)])
         red = allreduce_sum(comm, local)
         bw = red[:k * g.ncon].reshape(k, g.ncon)
+        cut2 = int(red[k * g.ncon])
+        if moved is not None:
+            bw, cut2 = bw + prev.bw, cut2 + 2 * prev.cut
         # Each cut edge is seen once from each end, wherever the ends live.
-        return State(ext, bw, int(red[k * g.ncon]) // 2, border, overload(bw, self.caps, self.avg),
-                     red[k * g.ncon + 1:], small)
+        return State(ext, bw, cut2 // 2, cnt > 0, overload(bw, self.caps, self.avg),
+                     red[k * g.ncon + 1:], small, cnt)
+
+    def _moved_counts(self, comm: "Intracomm", prev: State, small: np.ndarray, moved: np.ndarray
+                      ) -> Tuple[np.ndarray, int]:
+        """(each row's entries to other blocks, this rank's share of the change of twice the
+        cut) after the local rows `moved` (and ghosts) changed block since `prev`, from the
+        moved rows' entries alone. The adjacency is symmetric: a row that did not move sees
+        the change of an entry to a moved vertex (u, v) through its mirror (v, u), which the
+        owner of v sends it. Collective (one exchange)."""
+        g, halo, nlocal = self.g, self.halo, self.g.nlocal
+        old = prev.small if prev.small is not None else narrow(prev.ext, self.k)
+        d = self.deg[moved]
+        idx = concat_ranges(g.xadj[moved], d)
+        v = halo.col[idx]
+        now = small[v] != np.repeat(small[moved], d)
+        delta = now.view(np.int8) - (old[v] != np.repeat(old[moved], d)).view(np.int8)
+        cnt = prev.cnt.copy()
+        cnt[moved] = np.bincount(np.repeat(np.arange(len(moved)), d)[now], minlength=len(moved))
+        # An entry between two moved vertices is seen from both ends, any other one from its
+        # moved end only: it counts twice there.
+        both = small[v] != old[v]
+        twice = np.where(both, 1, 2) * delta
+        cut2 = int(twice.sum()) if self.unit else int((g.adjwgt[idx] * twice).sum())
+        tell = ~both & (delta != 0)
+        v, delta = v[tell], delta[tell].astype(np.int64)
+        here = v < nlocal
+        np.add.at(cnt, v[here], delta[here])
+        ids = halo.ghosts[v[~here] - nlocal]
+        order, counts = group_by_owner(g.owner(ids), comm.Get_size())
+        (got, change), _ = alltoallv_grouped(comm, [ids, delta[~here]], counts, order, halo.max_bytes)
+        np.add.at(cnt, got - halo.lo, change)
+        return cnt, cut2
