@@ -92,13 +92,16 @@ def balance_moves(comm: "Intracomm", ctx: Refinement, st: State, strict: bool = 
             rows = live[s]
             target[s], priority[s] = best_targets(pool.cls[rows], ctx.classes, pool.src[rows],
                                                   pool.connections(rows), bw, caps, hair, ctx.avg)
-        live, target, priority = live[target >= 0], target[target >= 0], priority[target >= 0]
+        has = target >= 0
+        live, target, priority = live[has], target[has], priority[has]
         w, src = pool.w[live], pool.src[live]
         keys = priority_keys(priority, pool.tie[live], ctx.gbits)
         # Per overloaded block and constraint it is over in, the cheapest moves carrying
         # that constraint until its excess there is covered.
         _, upto = first_reaching(comm, keys, src, w, excess, ctx.nbits)
-        take = ((w > 0) & (keys[:, None] < upto[src])).any(axis=1)
+        # Only keys below their block's highest cut-off can pass: the full test on those alone.
+        near = np.flatnonzero(keys < upto.max(axis=1)[src])
+        take = near[((w[near] > 0) & (keys[near, None] < upto[src[near]])).any(axis=1)]
         live, target, keys, w, src = live[take], target[take], keys[take], w[take], src[take]
         # Per target, the cheapest of those while it stays within a hair of its cap.
         take = within_room(comm, keys, target, w, np.maximum(caps + hair - bw, 0), ctx.nbits)
