@@ -211,8 +211,12 @@ def best_targets(cls: np.ndarray, classes: np.ndarray, src: np.ndarray, conn: np
         rank = np.where(valid, rank, -1).reshape(-1, k)
         delta = delta.reshape(-1, k)
         pair = cls * k + src
-        mine = rank[pair]
-        score = np.where(mine >= 0, conn.astype(np.int64) * k + mine, -1)
+        # int32 scores where connection * k fits: half the bytes of every (vertices x blocks) pass.
+        wide = len(conn) == 0 or int(conn.max()) >= (2**31 - 1) // k - 1
+        mine = rank.astype(np.int64 if wide else np.int32)[pair]
+        score = conn.astype(mine.dtype) * k
+        score += mine
+        score[mine < 0] = -1
         tgt = score.argmax(axis=1)
         ok = score[i, tgt] >= 0
         gone = delta[pair, tgt]
