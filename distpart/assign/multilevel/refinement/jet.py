@@ -172,7 +172,16 @@ def jet_moves(comm: "Intracomm", ctx: Refinement, st: State, locked: np.ndarray,
     cand = np.flatnonzero(target != own)
     for rnd in range(2 if constrained else 1):
         both = ctx.halo.extend(comm, np.stack([target, gain], axis=1))
-        after = afterburner(g, ctx.halo, st.ext, both[:, 0], both[:, 1], ctx.tie, cand)
+        tbits = ctx.gbits
+        if int(np.abs(both[:, 1]).max(initial=0)) < 1 << (61 - tbits):
+            # (gain, then smaller tie) as one unique key, in place: one gather per entry.
+            key = both[:, 1]
+            key <<= tbits
+            key += (1 << tbits) - 1
+            key -= ctx.tie
+            after = afterburner(g, ctx.halo, st.ext, both[:, 0], key, None, cand)
+        else:
+            after = afterburner(g, ctx.halo, st.ext, both[:, 0], both[:, 1], ctx.tie, cand)
         move = after > 0
         if constrained and rnd == 0:
             eager = cand[move]
@@ -207,21 +216,17 @@ def candidates(g: LevelGraph, halo: Halo, ext: np.ndarray, rows: np.ndarray, k: 
 
 
 def afterburner(g: LevelGraph, halo: Halo, ext: np.ndarray, target: np.ndarray, gain: np.ndarray,
-                tie: np.ndarray, cand: np.ndarray) -> np.ndarray:
+                tie: "np.ndarray | None", cand: np.ndarray) -> np.ndarray:
     """Gain of each candidate's move (cand: local rows) assuming every neighbour with higher
     priority (more gain, then smaller tie key) has moved to its target; the others stay.
     target, gain, tie: extended (own vertices, then ghosts); a non-candidate's target is its
-    block. Candidates go in pieces of about AFTERBURNER_PIECE edges: a handful of edge-length
+    block; tie None: `gain` is a unique priority key already (more first). Candidates go in pieces of about AFTERBURNER_PIECE edges: a handful of edge-length
     temporaries each, not a handful over all the edges at once."""
     out = np.zeros(len(cand), dtype=np.int64)
     if len(cand) == 0:
         return out
     k = int(max(ext.max(initial=0), target.max(initial=0))) + 1
     ext8, target8 = narrow(ext, k), narrow(target, k)
-    # (gain, -tie) in one int64 where it fits: one gather and one compare per edge, not four.
-    tbits = max(1, int(tie.max(initial=0)).bit_length())
-    top = int(np.abs(gain).max(initial=0))
-    key = gain * (1 << tbits) + ((1 << tbits) - 1 - tie) if top < 1 << (61 - tbits) else None
     unit = is_unit_view(g.adjwgt)
     deg = g.xadj[cand + 1] - g.xadj[cand]
     ends = np.searchsorted(np.cumsum(deg), np.arange(AFTERBURNER_PIECE, int(deg.sum()), AFTERBURNER_PIECE), side="right")
@@ -229,8 +234,9 @@ def afterburner(g: LevelGraph, halo: Halo, ext: np.ndarray, target: np.ndarray, 
         c, d = cand[lo:hi], deg[lo:hi]
         idx = concat_ranges(g.xadj[c], d)
         v = halo.col[idx]
-        if key is not None:
-            first = key[v] > np.repeat(key[c], d)
+        # The candidate's own values repeated along its row, not gathered per entry.
+        if tie is None:
+            first = gain[v] > np.repeat(gain[c], d)
         else:
             gv, gu = gain[v], np.repeat(gain[c], d)
             first = (gv > gu) | ((gv == gu) & (tie[v] < np.repeat(tie[c], d)))

@@ -240,24 +240,36 @@ class Refinement:
         owner of v sends it. Collective (one exchange)."""
         g, halo, nlocal = self.g, self.halo, self.g.nlocal
         old = prev.small if prev.small is not None else narrow(prev.ext, self.k)
-        d = self.deg[moved]
-        idx = concat_ranges(g.xadj[moved], d)
-        v = halo.col[idx]
-        now = small[v] != np.repeat(small[moved], d)
-        delta = now.view(np.int8) - (old[v] != np.repeat(old[moved], d)).view(np.int8)
-        cnt = prev.cnt.copy()
-        cnt[moved] = np.bincount(np.repeat(np.arange(len(moved)), d)[now], minlength=len(moved))
-        # An entry between two moved vertices is seen from both ends, any other one from its
-        # moved end only: it counts twice there.
-        both = small[v] != old[v]
-        twice = np.where(both, 1, 2) * delta
-        cut2 = int(twice.sum()) if self.unit else int((g.adjwgt[idx] * twice).sum())
-        tell = ~both & (delta != 0)
-        v, delta = v[tell], delta[tell].astype(np.int64)
-        here = v < nlocal
-        np.add.at(cnt, v[here], delta[here])
-        ids = halo.ghosts[v[~here] - nlocal]
+        cnt, cut2 = prev.cnt.copy(), 0
+        ids, change = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)]
+        deg = self.deg[moved]
+        # In pieces of about EVALUATE_PIECE entries: edge-length temporaries of one piece.
+        ends = np.searchsorted(np.cumsum(deg), np.arange(EVALUATE_PIECE, int(deg.sum()), EVALUATE_PIECE), side="right")
+        for lo, hi in zip([0, *ends.tolist()], [*ends.tolist(), len(moved)]):
+            rows, d = moved[lo:hi], deg[lo:hi]
+            idx = concat_ranges(g.xadj[rows], d)
+            v = halo.col[idx]
+            now = small[v] != np.repeat(small[rows], d)
+            cnt[rows] = row_counts(np.concatenate([[0], np.cumsum(d)]), now, np.int64)
+            delta = now.view(np.int8) - (old[v] != np.repeat(old[rows], d)).view(np.int8)
+            del now
+            # An entry between two moved vertices is seen from both ends, any other one from
+            # its moved end only: it counts twice there.
+            both = small[v] != old[v]
+            if self.unit:
+                cut2 += 2 * int(delta.sum(dtype=np.int64)) - int(delta[both].sum(dtype=np.int64))
+            else:
+                w = g.adjwgt[idx] * delta
+                cut2 += 2 * int(w.sum()) - int(w[both].sum())
+                del w
+            tell = ~both & (delta != 0)
+            v, delta = v[tell], delta[tell].astype(np.int64)
+            here = v < nlocal
+            np.add.at(cnt, v[here], delta[here])
+            ids.append(halo.ghosts[v[~here] - nlocal])
+            change.append(delta[~here])
+        ids, change = np.concatenate(ids), np.concatenate(change)
         order, counts = group_by_owner(g.owner(ids), comm.Get_size())
-        (got, change), _ = alltoallv_grouped(comm, [ids, delta[~here]], counts, order, halo.max_bytes)
+        (got, change), _ = alltoallv_grouped(comm, [ids, change], counts, order, halo.max_bytes)
         np.add.at(cnt, got - halo.lo, change)
         return cnt, cut2
