@@ -1,9 +1,9 @@
 """What the rebalancer and Jet share on one level: the fixed facts of one call
 (`Refinement`: degrees, tie keys, caps, weight classes) and the Allreduced state of a
-partition (`State`, from `Refinement.evaluate`: ghosts' blocks, block weights, cut, border),
-the quantity the rebalancer descends on (`overload`), and each vertex's edge weight to each
-block (`connections`). Every value is a function of global IDs and Allreduced integer sums,
-so it is the same for any number of ranks.
+partition (`State`, from `Refinement.evaluate`: ghosts' blocks, block weights, cut, each
+row's entries to other blocks), the quantity the rebalancer descends on (`overload`), and each
+vertex's edge weight to each block (`connections`). Every value is a function of global IDs
+and Allreduced integer sums, so it is the same for any number of ranks.
 """
 from __future__ import annotations
 
@@ -81,15 +81,6 @@ def _piece_connections(g: LevelGraph, halo: Halo, ext: np.ndarray, rows: np.ndar
     return (sums if unit else np.rint(sums)).astype(np.int64).reshape(len(rows), k)
 
 
-def border_rows(xadj: np.ndarray, diff: np.ndarray) -> np.ndarray:
-    """(nlocal,) bool: the rows with some True in `diff` (one flag per adjacency entry)."""
-    nonempty = xadj[1:] > xadj[:-1]
-    if len(diff) == 0:
-        return nonempty
-    # reduceat reads one element for an empty row: those rows are masked out after.
-    return np.logical_or.reduceat(diff, np.minimum(xadj[:-1], len(diff) - 1)) & nonempty
-
-
 def row_counts(xadj: np.ndarray, flags: np.ndarray, dtype: type) -> np.ndarray:
     """(nlocal,) how many True in `flags` (one per adjacency entry) each row has."""
     out = np.zeros(len(xadj) - 1, dtype=dtype)
@@ -136,8 +127,6 @@ class State:
     border: np.ndarray    # (nlocal,) bool: some neighbour in another block
     over: float           # `overload` of bw
     extra: np.ndarray     # the Allreduced extra counters `evaluate` was given
-    small: "Optional[np.ndarray]" = None   # `ext` in the narrow type (`narrow`) the edge passes gather
-    cnt: "Optional[np.ndarray]" = None     # (nlocal,) each row's entries to other blocks (border = cnt > 0)
 
     @property
     def feasible(self) -> bool:
@@ -167,6 +156,8 @@ class Refinement:
         self.avg = np.maximum(self.total, 1) / self.k   # an all-zero column has nothing to balance
         self.hair = np.ceil(HAIR * self.avg).astype(np.int64)
         self.deg = np.diff(g.xadj)
+        self._latest: "Optional[State]" = None   # the last state `evaluate` returned
+        self._cnt: "Optional[np.ndarray]" = None  # (nlocal,) its rows' entries to other blocks
         self.cnt_dtype = np.int32 if len(self.deg) == 0 or self.deg.max() < 2**31 else np.int64
         self.wdeg = segment_sums(g.xadj, g.adjwgt)
         self.unit = is_unit(g.adjwgt)   # the finest level: edges are counted, not weighed
@@ -186,7 +177,7 @@ class Refinement:
         leaves hubs out altogether)."""
         conn = np.zeros((len(rows), self.k), dtype=np.int64)
         b = st.border[rows] & (self.deg[rows] <= self.hub_degree)
-        conn[b] = connections(self.g, self.halo, st.ext if st.small is None else st.small, rows[b], self.k, self.unit)
+        conn[b] = connections(self.g, self.halo, narrow(st.ext, self.k), rows[b], self.k, self.unit)
         inner = rows[~b]
         conn[np.flatnonzero(~b), st.ext[inner]] = self.wdeg[inner]
         return conn
@@ -199,7 +190,8 @@ class Refinement:
         g, k = self.g, self.k
         parts = np.asarray(parts, dtype=np.int64)
         moved = None
-        if prev is not None and prev.cnt is not None:
+        # Only the last state evaluated keeps its per-row counts (one array, not one per state).
+        if prev is not None and prev is self._latest:
             moved = np.flatnonzero(parts != prev.ext[:g.nlocal])
             work = allreduce_sum(comm, np.array([int(self.deg[moved].sum()), g.entries]))
             # An entry of a moved row costs a few passes' worth: past a quarter of all, one pass.
@@ -213,6 +205,7 @@ class Refinement:
             w = g.vwgt[moved]
             bw_local = column_sums(own[moved], w, k) - column_sums(prev.ext[moved], w, k)
         else:
+            self._latest = self._cnt = None   # freed before its successor is allocated
             cnt, cut2 = np.zeros(g.nlocal, dtype=self.cnt_dtype), 0
             # In pieces of rows: edge-length temporaries of one piece, not of the whole level.
             for lo, hi in row_pieces(g.xadj, EVALUATE_PIECE):
@@ -228,8 +221,9 @@ class Refinement:
         if moved is not None:
             bw, cut2 = bw + prev.bw, cut2 + 2 * prev.cut
         # Each cut edge is seen once from each end, wherever the ends live.
-        return State(ext, bw, cut2 // 2, cnt > 0, overload(bw, self.caps, self.avg),
-                     red[k * g.ncon + 1:], small, cnt)
+        st = State(ext, bw, cut2 // 2, cnt > 0, overload(bw, self.caps, self.avg), red[k * g.ncon + 1:])
+        self._latest, self._cnt = st, cnt
+        return st
 
     def _moved_counts(self, comm: "Intracomm", prev: State, small: np.ndarray, moved: np.ndarray
                       ) -> Tuple[np.ndarray, int]:
@@ -239,8 +233,8 @@ class Refinement:
         the change of an entry to a moved vertex (u, v) through its mirror (v, u), which the
         owner of v sends it. Collective (one exchange)."""
         g, halo, nlocal = self.g, self.halo, self.g.nlocal
-        old = prev.small if prev.small is not None else narrow(prev.ext, self.k)
-        cnt, cut2 = prev.cnt.copy(), 0
+        old = narrow(prev.ext, self.k)
+        cnt, cut2 = self._cnt, 0   # updated in place: `prev` is the last state evaluated
         ids, change = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)]
         deg = self.deg[moved]
         # In pieces of about EVALUATE_PIECE entries: edge-length temporaries of one piece.
