@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 DENSE_ENTRIES = 1 << 22        # entries of one dense (rows x blocks [x constraints]) block at a time
 EPS = 1e-12                    # below any real change of normalised overload (>= 1 / total)
 HAIR = 0.01                    # a target may end this fraction of an average block above its cap
+MOVED_PIECE = EVALUATE_PIECE // 8   # adjacency entries of moved rows `evaluate` handles at once
 INCREMENTAL_SHARE = 4          # `evaluate` passes over the moved rows' entries while below 1/this of all
 HUB_DEGREE = 256               # moves of vertices above this degree (or HUB_SKEW x average) priced by degree
 
@@ -237,8 +238,9 @@ class Refinement:
         cnt, cut2 = self._cnt, 0   # updated in place: `prev` is the last state evaluated
         ids, change = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)]
         deg = self.deg[moved]
-        # In pieces of about EVALUATE_PIECE entries: edge-length temporaries of one piece.
-        ends = np.searchsorted(np.cumsum(deg), np.arange(EVALUATE_PIECE, int(deg.sum()), EVALUATE_PIECE), side="right")
+        # In pieces of MOVED_PIECE entries: this pass holds several times the full pass's
+        # bytes per entry, and its pieces must stay below that pass's memory.
+        ends = np.searchsorted(np.cumsum(deg), np.arange(MOVED_PIECE, int(deg.sum()), MOVED_PIECE), side="right")
         for lo, hi in zip([0, *ends.tolist()], [*ends.tolist(), len(moved)]):
             rows, d = moved[lo:hi], deg[lo:hi]
             idx = concat_ranges(g.xadj[rows], d)
