@@ -7,6 +7,7 @@ and Allreduced integer sums, so it is the same for any number of ranks.
 """
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional, Tuple
 
@@ -157,7 +158,7 @@ class Refinement:
         self.avg = np.maximum(self.total, 1) / self.k   # an all-zero column has nothing to balance
         self.hair = np.ceil(HAIR * self.avg).astype(np.int64)
         self.deg = np.diff(g.xadj)
-        self._latest: "Optional[State]" = None   # the last state `evaluate` returned
+        self._latest: "Optional[weakref.ref]" = None   # the last state `evaluate` returned (not kept alive)
         self._cnt: "Optional[np.ndarray]" = None  # (nlocal,) its rows' entries to other blocks
         self.cnt_dtype = np.int32 if len(self.deg) == 0 or self.deg.max() < 2**31 else np.int64
         self.wdeg = segment_sums(g.xadj, g.adjwgt)
@@ -168,6 +169,11 @@ class Refinement:
         self.cls, self.classes = weight_classes(g.vwgt)
         self.gbits = max(1, (max(g.n, 1) - 1).bit_length())
         self.nbits = QBITS + self.gbits
+
+    def _forget(self, ref: "weakref.ref") -> None:
+        """The last state is gone: so are its counts."""
+        if ref is self._latest:
+            self._latest = self._cnt = None
 
     def connections(self, st: "State", rows: np.ndarray) -> np.ndarray:
         """The rebalancer's `connections` of the given rows: summed over edges for border
@@ -192,7 +198,7 @@ class Refinement:
         parts = np.asarray(parts, dtype=np.int64)
         moved = None
         # Only the last state evaluated keeps its per-row counts (one array, not one per state).
-        if prev is not None and prev is self._latest:
+        if prev is not None and self._latest is not None and prev is self._latest():
             moved = np.flatnonzero(parts != prev.ext[:g.nlocal])
             work = allreduce_sum(comm, np.array([int(self.deg[moved].sum()), g.entries]))
             # An entry of a moved row costs a few passes' worth: past a quarter of all, one pass.
@@ -223,7 +229,7 @@ class Refinement:
             bw, cut2 = bw + prev.bw, cut2 + 2 * prev.cut
         # Each cut edge is seen once from each end, wherever the ends live.
         st = State(ext, bw, cut2 // 2, cnt > 0, overload(bw, self.caps, self.avg), red[k * g.ncon + 1:])
-        self._latest, self._cnt = st, cnt
+        self._latest, self._cnt = weakref.ref(st, self._forget), cnt
         return st
 
     def _moved_counts(self, comm: "Intracomm", prev: State, small: np.ndarray, moved: np.ndarray
