@@ -196,6 +196,32 @@ def test_state_cut_and_weights_are_exact() -> None:
     assert np.array_equal(st.border, border)
 
 
+@pytest.mark.parametrize("weighted", [False, True])
+def test_state_after_moves_matches_a_full_evaluation(weighted: bool) -> None:
+    # evaluate(prev=...) passes over the moved rows only; a few moves, then many (past the
+    # share where it passes over every entry), each against cut, weights and border counted here.
+    edges = grid_edges(14, 11)
+    n = 154
+    rng = np.random.default_rng(3)
+    vwgt = np.stack([np.ones(n), rng.integers(0, 3, n)], 1).astype(np.int64)
+    w = rng.integers(1, 9, len(edges)) if weighted else None
+    g, halo = graph(n, edges, vwgt, w)
+    ctx = Refinement(COMM, g, halo, 3, np.array([60, 60]))
+    parts = rng.integers(0, 3, n)
+    st = ctx.evaluate(COMM, parts)
+    for moves in (1, 5, 20, 120):
+        parts = parts.copy()
+        at = rng.choice(n, moves, replace=False)
+        parts[at] = rng.integers(0, 3, moves)
+        st = ctx.evaluate(COMM, parts, (moves,), prev=st)
+        assert st.cut == cut_of(edges, parts, w)
+        assert np.array_equal(st.bw, weights_of(parts, vwgt, 3)) and st.extra.tolist() == [moves]
+        border = np.zeros(n, dtype=bool)
+        cut = parts[edges[:, 0]] != parts[edges[:, 1]]
+        border[edges[cut].ravel()] = True
+        assert np.array_equal(st.border, border)
+
+
 def test_rebalance_meets_every_cap_from_a_lopsided_start() -> None:
     nx = ny = 30
     n, k = nx * ny, 4

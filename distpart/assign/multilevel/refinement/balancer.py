@@ -53,7 +53,7 @@ def balance_state(comm: "Intracomm", ctx: Refinement, st: State, max_rounds: int
         movers, targets = balance_moves(comm, ctx, st, strict=stalled > 0)
         parts = st.ext[:ctx.g.nlocal].copy()
         parts[movers] = targets
-        st = ctx.evaluate(comm, parts, (len(movers),))
+        st = ctx.evaluate(comm, parts, (len(movers),), prev=st)
         if st.extra[0] == 0:   # nothing could move: the same round would repeat
             break
         stalled = 0 if st.over < best.over else stalled + 1
@@ -92,13 +92,16 @@ def balance_moves(comm: "Intracomm", ctx: Refinement, st: State, strict: bool = 
             rows = live[s]
             target[s], priority[s] = best_targets(pool.cls[rows], ctx.classes, pool.src[rows],
                                                   pool.connections(rows), bw, caps, hair, ctx.avg)
-        live, target, priority = live[target >= 0], target[target >= 0], priority[target >= 0]
+        has = target >= 0
+        live, target, priority = live[has], target[has], priority[has]
         w, src = pool.w[live], pool.src[live]
-        keys = priority_keys(priority, ctx.tie[pool.rows[live]], ctx.gbits)
+        keys = priority_keys(priority, pool.tie[live], ctx.gbits)
         # Per overloaded block and constraint it is over in, the cheapest moves carrying
         # that constraint until its excess there is covered.
         _, upto = first_reaching(comm, keys, src, w, excess, ctx.nbits)
-        take = ((w > 0) & (keys[:, None] < upto[src])).any(axis=1)
+        # Only keys below their block's highest cut-off can pass: the full test on those alone.
+        near = np.flatnonzero(keys < upto.max(axis=1)[src])
+        take = near[((w[near] > 0) & (keys[near, None] < upto[src[near]])).any(axis=1)]
         live, target, keys, w, src = live[take], target[take], keys[take], w[take], src[take]
         # Per target, the cheapest of those while it stays within a hair of its cap.
         take = within_room(comm, keys, target, w, np.maximum(caps + hair - bw, 0), ctx.nbits)
@@ -116,8 +119,8 @@ def balance_moves(comm: "Intracomm", ctx: Refinement, st: State, strict: bool = 
 
 class Pool:
     """The rebalancer's candidates in one round: the local vertices of every block found over
-    a cap so far, with their connections to the blocks (kept as int32 while they fit in
-    CACHE_ENTRIES, recomputed per step beyond that)."""
+    a cap so far, with their connections to the blocks (computed when first asked for and
+    kept as int32 while they fit in CACHE_ENTRIES, recomputed per step beyond that)."""
 
     def __init__(self, ctx: Refinement, st: State) -> None:
         self.ctx, self.st = ctx, st
@@ -126,8 +129,9 @@ class Pool:
         self.todo = np.zeros(0, dtype=bool)
         self.target = np.zeros(0, dtype=np.int64)
         self.w = np.zeros((0, ctx.g.ncon), dtype=np.int64)
-        self.src = self.cls = np.zeros(0, dtype=np.int64)
+        self.src = self.cls = self.tie = np.zeros(0, dtype=np.int64)
         self.cache: "Optional[np.ndarray]" = np.zeros((0, ctx.k), dtype=np.int32)
+        self.done = np.zeros(0, dtype=bool)   # which cache rows are filled
 
     def add_blocks(self, blocks: np.ndarray) -> None:
         """Add the vertices (of some positive weight) of these blocks, once. Local."""
@@ -141,11 +145,13 @@ class Pool:
         self.todo = np.concatenate([self.todo, np.ones(len(rows), dtype=bool)])
         self.target = np.concatenate([self.target, np.full(len(rows), -1, dtype=np.int64)])
         if self.cache is not None and len(self.rows) * self.ctx.k <= CACHE_ENTRIES:
-            conn = [self.ctx.connections(self.st, rows[s]).astype(np.int32) for s in chunks(len(rows), self.ctx.k)]
-            self.cache = np.concatenate([self.cache, *conn])
+            # Filled on first use: the steps ask only for vertices carrying an over constraint.
+            self.cache = np.concatenate([self.cache, np.zeros((len(rows), self.ctx.k), dtype=np.int32)])
+            self.done = np.concatenate([self.done, np.zeros(len(rows), dtype=bool)])
         else:
             self.cache = None
         self.w, self.src, self.cls = g.vwgt[self.rows], parts[self.rows], self.ctx.cls[self.rows]
+        self.tie = self.ctx.tie[self.rows]
 
     def carries(self, over: np.ndarray) -> np.ndarray:
         """Whether each entry carries weight in a constraint its block is over in (`over`:
@@ -158,9 +164,13 @@ class Pool:
 
     def connections(self, idx: np.ndarray) -> np.ndarray:
         """Connections of pool entries `idx` to every block."""
-        if self.cache is not None:
-            return self.cache[idx]
-        return self.ctx.connections(self.st, self.rows[idx])
+        if self.cache is None:
+            return self.ctx.connections(self.st, self.rows[idx])
+        need = idx[~self.done[idx]]
+        for s in chunks(len(need), self.ctx.k):
+            self.cache[need[s]] = self.ctx.connections(self.st, self.rows[need[s]])
+        self.done[need] = True
+        return self.cache[idx]
 
 
 def best_targets(cls: np.ndarray, classes: np.ndarray, src: np.ndarray, conn: np.ndarray, bw: np.ndarray,
@@ -181,7 +191,7 @@ def best_targets(cls: np.ndarray, classes: np.ndarray, src: np.ndarray, conn: np
     excess = np.maximum(bw - caps, 0)
     # Overload change of leaving and of entering each block, per weight class present (a
     # coarse level may have one class per vertex; the finest has a handful).
-    present, cls = np.unique(cls, return_inverse=True)
+    present, cls = present_classes(cls, len(classes))
     weights = classes[present][:, None, :]                                      # (P, 1, ncon)
     leave = ((np.maximum(bw - weights - caps, 0) - excess) / avg).sum(axis=2)   # (P, k)
     after = bw + weights
@@ -201,8 +211,12 @@ def best_targets(cls: np.ndarray, classes: np.ndarray, src: np.ndarray, conn: np
         rank = np.where(valid, rank, -1).reshape(-1, k)
         delta = delta.reshape(-1, k)
         pair = cls * k + src
-        mine = rank[pair]
-        score = np.where(mine >= 0, conn.astype(np.int64) * k + mine, -1)
+        # int32 scores where connection * k fits: half the bytes of every (vertices x blocks) pass.
+        wide = len(conn) == 0 or int(conn.max()) >= (2**31 - 1) // k - 1
+        mine = rank.astype(np.int64 if wide else np.int32)[pair]
+        score = conn.astype(mine.dtype) * k
+        score += mine
+        score[mine < 0] = -1
         tgt = score.argmax(axis=1)
         ok = score[i, tgt] >= 0
         gone = delta[pair, tgt]
@@ -220,6 +234,20 @@ def best_targets(cls: np.ndarray, classes: np.ndarray, src: np.ndarray, conn: np
     loss = conn[i, src].astype(np.int64) - conn[i, tgt]
     priority = np.where(ok, loss / np.where(ok, -gone, 1.0), 0.0)
     return np.where(ok, tgt, -1), priority
+
+
+def present_classes(cls: np.ndarray, nclasses: int) -> Tuple[np.ndarray, np.ndarray]:
+    """`np.unique(cls, return_inverse=True)` of class ids in [0, nclasses), by a table
+    instead of a sort where the classes are not many more than the entries."""
+    if nclasses > 8 * len(cls) + 1024:
+        present, inverse = np.unique(cls, return_inverse=True)
+        return present, inverse.reshape(-1)
+    seen = np.zeros(nclasses, dtype=bool)
+    seen[cls] = True
+    present = np.flatnonzero(seen)
+    lut = np.zeros(nclasses, dtype=np.int64)
+    lut[present] = np.arange(len(present), dtype=np.int64)
+    return present, lut[cls]
 
 
 def all_connections(ctx: Refinement, st: State, rows: np.ndarray) -> np.ndarray:

@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Tuple
 import numpy as np
 
 from ....mpi.exchange import allreduce_sum, concat_ranges
-from ..graph import AFTERBURNER_PIECE, Halo, LevelGraph
+from ..graph import AFTERBURNER_PIECE, Halo, LevelGraph, is_unit_view
 from .balancer import balance_state
 from .select import priority_keys, within_room
-from .state import Refinement, State, chunks, column_sums, connections
+from .state import Refinement, State, chunks, column_sums, connections, narrow
 from .swap import swap_state
 
 if TYPE_CHECKING:
@@ -141,7 +141,7 @@ def iteration(comm: "Intracomm", ctx: Refinement, run: JetRun, factor: float, ca
     parts[movers] = targets
     run.locked = np.zeros(g.nlocal, dtype=bool)
     run.locked[movers] = True
-    st = ctx.evaluate(comm, parts, (len(movers),))
+    st = ctx.evaluate(comm, parts, (len(movers),), prev=run.st)
     run.before, run.moved = run.moved, int(st.extra[0])
     if not st.feasible:
         st = balance_state(comm, ctx, st, REBALANCE_ROUNDS)
@@ -172,7 +172,16 @@ def jet_moves(comm: "Intracomm", ctx: Refinement, st: State, locked: np.ndarray,
     cand = np.flatnonzero(target != own)
     for rnd in range(2 if constrained else 1):
         both = ctx.halo.extend(comm, np.stack([target, gain], axis=1))
-        after = afterburner(g, ctx.halo, st.ext, both[:, 0], both[:, 1], ctx.tie, cand)
+        tbits = ctx.gbits
+        if int(np.abs(both[:, 1]).max(initial=0)) < 1 << (61 - tbits):
+            # (gain, then smaller tie) as one unique key, in place: one gather per entry.
+            key = both[:, 1]
+            key <<= tbits
+            key += (1 << tbits) - 1
+            key -= ctx.tie
+            after = afterburner(g, ctx.halo, st.ext, both[:, 0], key, None, cand)
+        else:
+            after = afterburner(g, ctx.halo, st.ext, both[:, 0], both[:, 1], ctx.tie, cand)
         move = after > 0
         if constrained and rnd == 0:
             eager = cand[move]
@@ -192,9 +201,10 @@ def candidates(g: LevelGraph, halo: Halo, ext: np.ndarray, rows: np.ndarray, k: 
     `unit`: every edge weighs 1."""
     target = ext[:g.nlocal].copy()
     gain = np.zeros(g.nlocal, dtype=np.int64)
+    small = narrow(ext, k)
     for s in chunks(len(rows), k):
         r = rows[s]
-        conn = connections(g, halo, ext, r, k, unit)
+        conn = connections(g, halo, small, r, k, unit)
         i = np.arange(len(r))
         own = conn[i, ext[r]]
         conn[i, ext[r]] = -1
@@ -206,27 +216,46 @@ def candidates(g: LevelGraph, halo: Halo, ext: np.ndarray, rows: np.ndarray, k: 
 
 
 def afterburner(g: LevelGraph, halo: Halo, ext: np.ndarray, target: np.ndarray, gain: np.ndarray,
-                tie: np.ndarray, cand: np.ndarray) -> np.ndarray:
+                tie: "np.ndarray | None", cand: np.ndarray) -> np.ndarray:
     """Gain of each candidate's move (cand: local rows) assuming every neighbour with higher
     priority (more gain, then smaller tie key) has moved to its target; the others stay.
     target, gain, tie: extended (own vertices, then ghosts); a non-candidate's target is its
-    block. Candidates go in pieces of about AFTERBURNER_PIECE edges: a handful of edge-length
+    block; tie None: `gain` is a unique priority key already (more first). Candidates go in pieces of about AFTERBURNER_PIECE edges: a handful of edge-length
     temporaries each, not a handful over all the edges at once."""
     out = np.zeros(len(cand), dtype=np.int64)
+    if len(cand) == 0:
+        return out
+    k = int(max(ext.max(initial=0), target.max(initial=0))) + 1
+    ext8, target8 = narrow(ext, k), narrow(target, k)
+    unit = is_unit_view(g.adjwgt)
     deg = g.xadj[cand + 1] - g.xadj[cand]
     ends = np.searchsorted(np.cumsum(deg), np.arange(AFTERBURNER_PIECE, int(deg.sum()), AFTERBURNER_PIECE), side="right")
     for lo, hi in zip([0, *ends.tolist()], [*ends.tolist(), len(cand)]):
         c, d = cand[lo:hi], deg[lo:hi]
         idx = concat_ranges(g.xadj[c], d)
-        row = np.repeat(np.arange(len(c), dtype=np.int64), d)
         v = halo.col[idx]
-        u = c[row]
-        first = (gain[v] > gain[u]) | ((gain[v] == gain[u]) & (tie[v] < tie[u]))
-        block = np.where(first, target[v], ext[v])
+        # The candidate's own values repeated along its row, not gathered per entry.
+        if tie is None:
+            first = gain[v] > np.repeat(gain[c], d)
+        else:
+            gv, gu = gain[v], np.repeat(gain[c], d)
+            first = (gv > gu) | ((gv == gu) & (tie[v] < np.repeat(tie[c], d)))
+            del gv, gu
+        block = np.where(first, target8[v], ext8[v])
         del first, v
-        w = g.adjwgt[idx]
-        contrib = np.where(block == target[u], w, 0) - np.where(block == ext[u], w, 0)
-        out[lo:hi] = np.rint(np.bincount(row, weights=contrib, minlength=len(c)))
+        plus = block == np.repeat(target8[c], d)
+        minus = block == np.repeat(ext8[c], d)
+        del block
+        if unit:
+            contrib = plus.view(np.int8) - minus.view(np.int8)
+        else:
+            w = g.adjwgt[idx]
+            contrib = np.where(plus, w, 0) - np.where(minus, w, 0)
+        del plus, minus
+        has = np.flatnonzero(d > 0)
+        if len(has):
+            starts = np.concatenate([[0], np.cumsum(d)[:-1]])[has]
+            out[lo + has] = np.add.reduceat(contrib, starts, dtype=np.int64)
     return out
 
 

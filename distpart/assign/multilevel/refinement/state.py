@@ -1,19 +1,20 @@
 """What the rebalancer and Jet share on one level: the fixed facts of one call
 (`Refinement`: degrees, tie keys, caps, weight classes) and the Allreduced state of a
-partition (`State`, from `Refinement.evaluate`: ghosts' blocks, block weights, cut, border),
-the quantity the rebalancer descends on (`overload`), and each vertex's edge weight to each
-block (`connections`). Every value is a function of global IDs and Allreduced integer sums,
-so it is the same for any number of ranks.
+partition (`State`, from `Refinement.evaluate`: ghosts' blocks, block weights, cut, each
+row's entries to other blocks), the quantity the rebalancer descends on (`overload`), and each
+vertex's edge weight to each block (`connections`). Every value is a function of global IDs
+and Allreduced integer sums, so it is the same for any number of ranks.
 """
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional, Tuple
 
 import numpy as np
 
-from ....arrays import keyed_permutation, segment_sums
-from ....mpi.exchange import allreduce_sum, concat_ranges
+from ....arrays import group_by_owner, keyed_permutation, segment_sums
+from ....mpi.exchange import allreduce_sum, alltoallv_grouped, concat_ranges
 from ..graph import EVALUATE_PIECE, HUB_SKEW, Halo, LevelGraph, is_unit, row_pieces
 from .select import QBITS
 
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
 DENSE_ENTRIES = 1 << 22        # entries of one dense (rows x blocks [x constraints]) block at a time
 EPS = 1e-12                    # below any real change of normalised overload (>= 1 / total)
 HAIR = 0.01                    # a target may end this fraction of an average block above its cap
+MOVED_PIECE = EVALUATE_PIECE // 8   # adjacency entries of moved rows `evaluate` handles at once
+INCREMENTAL_SHARE = 4          # `evaluate` passes over the moved rows' entries while below 1/this of all
 HUB_DEGREE = 256               # moves of vertices above this degree (or HUB_SKEW x average) priced by degree
 
 
@@ -30,6 +33,13 @@ def overload(bw: np.ndarray, caps: np.ndarray, avg: np.ndarray) -> float:
     """Total weight above cap over blocks and constraints, each constraint in units of its
     average block weight (so a 0/1 train column counts as much as the node count)."""
     return float((np.maximum(np.asarray(bw) - caps, 0) / avg).sum())
+
+
+def narrow(ext: np.ndarray, k: int) -> np.ndarray:
+    """Block ids in the smallest integer type that holds k blocks: the edge passes gather
+    them at random, and a level's int8 ids stay in cache where int64 ones do not."""
+    dtype = np.int8 if k <= 127 else np.int16 if k <= 32767 else np.int32 if k <= 2**31 - 1 else np.int64
+    return ext if ext.dtype == dtype else ext.astype(dtype)
 
 
 def connections(g: LevelGraph, halo: Halo, ext: np.ndarray, rows: np.ndarray, k: int,
@@ -40,6 +50,7 @@ def connections(g: LevelGraph, halo: Halo, ext: np.ndarray, rows: np.ndarray, k:
     out = np.empty((len(rows), k), dtype=np.int64)
     if len(rows) == 0:
         return out
+    ext = narrow(ext, k)
     if np.any(rows[1:] < rows[:-1]):
         order = np.argsort(rows, kind="stable")
         out[order] = connections(g, halo, ext, rows[order], k, unit)
@@ -72,13 +83,13 @@ def _piece_connections(g: LevelGraph, halo: Halo, ext: np.ndarray, rows: np.ndar
     return (sums if unit else np.rint(sums)).astype(np.int64).reshape(len(rows), k)
 
 
-def border_rows(xadj: np.ndarray, diff: np.ndarray) -> np.ndarray:
-    """(nlocal,) bool: the rows with some True in `diff` (one flag per adjacency entry)."""
-    nonempty = xadj[1:] > xadj[:-1]
-    if len(diff) == 0:
-        return nonempty
-    # reduceat reads one element for an empty row: those rows are masked out after.
-    return np.logical_or.reduceat(diff, np.minimum(xadj[:-1], len(diff) - 1)) & nonempty
+def row_counts(xadj: np.ndarray, flags: np.ndarray, dtype: type) -> np.ndarray:
+    """(nlocal,) how many True in `flags` (one per adjacency entry) each row has."""
+    out = np.zeros(len(xadj) - 1, dtype=dtype)
+    has = np.flatnonzero(xadj[1:] > xadj[:-1])
+    if len(has):
+        out[has] = np.add.reduceat(flags, xadj[has], dtype=dtype)
+    return out
 
 
 def chunks(n: int, width: int):
@@ -147,6 +158,9 @@ class Refinement:
         self.avg = np.maximum(self.total, 1) / self.k   # an all-zero column has nothing to balance
         self.hair = np.ceil(HAIR * self.avg).astype(np.int64)
         self.deg = np.diff(g.xadj)
+        self._latest: "Optional[weakref.ref]" = None   # the last state `evaluate` returned (not kept alive)
+        self._cnt: "Optional[np.ndarray]" = None  # (nlocal,) its rows' entries to other blocks
+        self.cnt_dtype = np.int32 if len(self.deg) == 0 or self.deg.max() < 2**31 else np.int64
         self.wdeg = segment_sums(g.xadj, g.adjwgt)
         self.unit = is_unit(g.adjwgt)   # the finest level: edges are counted, not weighed
         self.hub_degree = max(HUB_DEGREE, HUB_SKEW * g.global_entries(comm) // max(g.n, 1))
@@ -155,6 +169,11 @@ class Refinement:
         self.cls, self.classes = weight_classes(g.vwgt)
         self.gbits = max(1, (max(g.n, 1) - 1).bit_length())
         self.nbits = QBITS + self.gbits
+
+    def _forget(self, ref: "weakref.ref") -> None:
+        """The last state is gone: so are its counts."""
+        if ref is self._latest:
+            self._latest = self._cnt = None
 
     def connections(self, st: "State", rows: np.ndarray) -> np.ndarray:
         """The rebalancer's `connections` of the given rows: summed over edges for border
@@ -165,28 +184,94 @@ class Refinement:
         leaves hubs out altogether)."""
         conn = np.zeros((len(rows), self.k), dtype=np.int64)
         b = st.border[rows] & (self.deg[rows] <= self.hub_degree)
-        conn[b] = connections(self.g, self.halo, st.ext, rows[b], self.k, self.unit)
+        conn[b] = connections(self.g, self.halo, narrow(st.ext, self.k), rows[b], self.k, self.unit)
         inner = rows[~b]
         conn[np.flatnonzero(~b), st.ext[inner]] = self.wdeg[inner]
         return conn
 
-    def evaluate(self, comm: "Intracomm", parts: np.ndarray, extra: Tuple[int, ...] = ()) -> State:
+    def evaluate(self, comm: "Intracomm", parts: np.ndarray, extra: Tuple[int, ...] = (),
+                 prev: "Optional[State]" = None) -> State:
         """Refresh the ghosts' blocks (one halo exchange), then block weights, cut and `extra`
-        counters summed over ranks in one Allreduce. Collective."""
+        counters summed over ranks in one Allreduce. With `prev` (the state `parts` was made
+        from by a few moves) only the moved vertices' edges are passed over. Collective."""
         g, k = self.g, self.k
-        ext = self.halo.extend(comm, np.asarray(parts, dtype=np.int64))
+        parts = np.asarray(parts, dtype=np.int64)
+        moved = None
+        # Only the last state evaluated keeps its per-row counts (one array, not one per state).
+        if prev is not None and self._latest is not None and prev is self._latest():
+            moved = np.flatnonzero(parts != prev.ext[:g.nlocal])
+            work = allreduce_sum(comm, np.array([int(self.deg[moved].sum()), g.entries]))
+            # An entry of a moved row costs a few passes' worth: past a quarter of all, one pass.
+            if INCREMENTAL_SHARE * work[0] > work[1]:
+                moved = None
+        ext = self.halo.extend(comm, parts)
         own = ext[:g.nlocal]
-        cut, border = 0, np.zeros(g.nlocal, dtype=bool)
-        # In pieces of rows: edge-length temporaries of one piece, not of the whole level.
-        for lo, hi in row_pieces(g.xadj, EVALUATE_PIECE):
-            e0, e1 = int(g.xadj[lo]), int(g.xadj[hi])
-            diff = ext[self.halo.col[e0:e1]] != np.repeat(own[lo:hi], self.deg[lo:hi])
-            cut += np.count_nonzero(diff) if self.unit else int(g.adjwgt[e0:e1][diff].sum())
-            border[lo:hi] = border_rows(g.xadj[lo:hi + 1] - e0, diff)
-        local = np.concatenate([column_sums(own, g.vwgt, k).reshape(-1), [cut],
-                                np.asarray(extra, dtype=np.int64)])
+        small = narrow(ext, k)
+        if moved is not None:
+            cnt, cut2 = self._moved_counts(comm, prev, small, moved)
+            w = g.vwgt[moved]
+            bw_local = column_sums(own[moved], w, k) - column_sums(prev.ext[moved], w, k)
+        else:
+            self._latest = self._cnt = None   # freed before its successor is allocated
+            cnt, cut2 = np.zeros(g.nlocal, dtype=self.cnt_dtype), 0
+            # In pieces of rows: edge-length temporaries of one piece, not of the whole level.
+            for lo, hi in row_pieces(g.xadj, EVALUATE_PIECE):
+                e0, e1 = int(g.xadj[lo]), int(g.xadj[hi])
+                diff = small[self.halo.col[e0:e1]] != np.repeat(small[lo:hi], self.deg[lo:hi])
+                cut2 += np.count_nonzero(diff) if self.unit else int(g.adjwgt[e0:e1][diff].sum())
+                cnt[lo:hi] = row_counts(g.xadj[lo:hi + 1] - e0, diff, self.cnt_dtype)
+            bw_local = column_sums(own, g.vwgt, k)
+        local = np.concatenate([bw_local.reshape(-1), [cut2], np.asarray(extra, dtype=np.int64)])
         red = allreduce_sum(comm, local)
         bw = red[:k * g.ncon].reshape(k, g.ncon)
+        cut2 = int(red[k * g.ncon])
+        if moved is not None:
+            bw, cut2 = bw + prev.bw, cut2 + 2 * prev.cut
         # Each cut edge is seen once from each end, wherever the ends live.
-        return State(ext, bw, int(red[k * g.ncon]) // 2, border, overload(bw, self.caps, self.avg),
-                     red[k * g.ncon + 1:])
+        st = State(ext, bw, cut2 // 2, cnt > 0, overload(bw, self.caps, self.avg), red[k * g.ncon + 1:])
+        self._latest, self._cnt = weakref.ref(st, self._forget), cnt
+        return st
+
+    def _moved_counts(self, comm: "Intracomm", prev: State, small: np.ndarray, moved: np.ndarray
+                      ) -> Tuple[np.ndarray, int]:
+        """(each row's entries to other blocks, this rank's share of the change of twice the
+        cut) after the local rows `moved` (and ghosts) changed block since `prev`, from the
+        moved rows' entries alone. The adjacency is symmetric: a row that did not move sees
+        the change of an entry to a moved vertex (u, v) through its mirror (v, u), which the
+        owner of v sends it. Collective (one exchange)."""
+        g, halo, nlocal = self.g, self.halo, self.g.nlocal
+        old = narrow(prev.ext, self.k)
+        cnt, cut2 = self._cnt, 0   # updated in place: `prev` is the last state evaluated
+        ids, change = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)]
+        deg = self.deg[moved]
+        # In pieces of MOVED_PIECE entries: this pass holds several times the full pass's
+        # bytes per entry, and its pieces must stay below that pass's memory.
+        ends = np.searchsorted(np.cumsum(deg), np.arange(MOVED_PIECE, int(deg.sum()), MOVED_PIECE), side="right")
+        for lo, hi in zip([0, *ends.tolist()], [*ends.tolist(), len(moved)]):
+            rows, d = moved[lo:hi], deg[lo:hi]
+            idx = concat_ranges(g.xadj[rows], d)
+            v = halo.col[idx]
+            now = small[v] != np.repeat(small[rows], d)
+            cnt[rows] = row_counts(np.concatenate([[0], np.cumsum(d)]), now, np.int64)
+            delta = now.view(np.int8) - (old[v] != np.repeat(old[rows], d)).view(np.int8)
+            del now
+            # An entry between two moved vertices is seen from both ends, any other one from
+            # its moved end only: it counts twice there.
+            both = small[v] != old[v]
+            if self.unit:
+                cut2 += 2 * int(delta.sum(dtype=np.int64)) - int(delta[both].sum(dtype=np.int64))
+            else:
+                w = g.adjwgt[idx] * delta
+                cut2 += 2 * int(w.sum()) - int(w[both].sum())
+                del w
+            tell = ~both & (delta != 0)
+            v, delta = v[tell], delta[tell].astype(np.int64)
+            here = v < nlocal
+            np.add.at(cnt, v[here], delta[here])
+            ids.append(halo.ghosts[v[~here] - nlocal])
+            change.append(delta[~here])
+        ids, change = np.concatenate(ids), np.concatenate(change)
+        order, counts = group_by_owner(g.owner(ids), comm.Get_size())
+        (got, change), _ = alltoallv_grouped(comm, [ids, change], counts, order, halo.max_bytes)
+        np.add.at(cnt, got - halo.lo, change)
+        return cnt, cut2

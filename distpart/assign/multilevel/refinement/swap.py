@@ -26,7 +26,7 @@ def swap_state(comm: "Intracomm", ctx: Refinement, st: State) -> State:
     movers, targets = swap_moves(comm, ctx, st)
     parts = st.ext[:ctx.g.nlocal].copy()
     parts[movers] = targets
-    new = ctx.evaluate(comm, parts, (len(movers),))
+    new = ctx.evaluate(comm, parts, (len(movers),), prev=st)
     if new.extra[0] == 0:
         return st
     return balance_state(comm, ctx, new, 1)   # returns `new` itself if it is feasible

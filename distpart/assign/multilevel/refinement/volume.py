@@ -140,7 +140,7 @@ def _moved(comm: "Intracomm", ctx: Refinement, st: State, rows: np.ndarray, targ
         return None
     new = st.ext[:ctx.g.nlocal].copy()
     new[movers] = target[np.searchsorted(rows, movers)]
-    return ctx.evaluate(comm, new)
+    return ctx.evaluate(comm, new, prev=st)
 
 
 def _apart(comm: "Intracomm", ctx: Refinement, rows: np.ndarray, gain: np.ndarray) -> np.ndarray:
