@@ -81,16 +81,21 @@ def load_blocks(comm: Intracomm, meta: GraphMeta, max_bytes: int = DEFAULT_MAX_B
     return blocks_by_load(comm, load, n)
 
 
+def _range_width(n: int) -> int:
+    """IDs per range of the load histogram of IDs 0..n-1."""
+    return max(1, -(-n // LOAD_BUCKETS))
+
+
 def load_histogram(ids: np.ndarray, n: int) -> np.ndarray:
     """How many of `ids` (each in 0..n-1) fall in each range of `blocks_by_load`'s histogram."""
-    width = max(1, -(-n // LOAD_BUCKETS))
+    width = _range_width(n)
     return np.bincount(ids // width, minlength=-(-n // width))
 
 
 def load_ranges(n: int) -> np.ndarray:
     """Boundaries of `load_histogram`'s ranges of IDs 0..n-1 (one more than there are ranges),
     to count sorted IDs by binary search."""
-    width = max(1, -(-n // LOAD_BUCKETS))
+    width = _range_width(n)
     return np.minimum(np.arange(-(-n // width) + 1, dtype=np.int64) * width, n)
 
 
@@ -106,8 +111,8 @@ def cut_by_load(load: np.ndarray, n: int, nranks: int) -> np.ndarray:
     `load_histogram` range (each ID adds 1): block k starts at the first range whose load
     before it reaches k/R of the total, so a block exceeds 1/R of the load by less than one
     range's."""
-    width = max(1, -(-n // LOAD_BUCKETS))
-    load = np.asarray(load, dtype=np.int64) + np.diff(np.minimum(np.arange(len(load) + 1, dtype=np.int64) * width, n))
+    width = _range_width(n)
+    load = np.asarray(load, dtype=np.int64) + np.diff(load_ranges(n))
     before = np.cumsum(load) - load
     targets = (np.arange(1, nranks, dtype=np.int64) * int(load.sum())) // nranks
     starts = np.minimum(np.searchsorted(before, targets, side="left") * width, n)
