@@ -22,7 +22,7 @@ import numpy as np
 
 from harness import RANKS, mpirun
 
-N, M, K, SEED = 20000, 100000, 4, 3
+N, M, K, SEED = 6000, 30000, 4, 3
 
 
 def write_graph(folder: Path) -> Path:
