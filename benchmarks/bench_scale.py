@@ -336,6 +336,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         name = f"scale_{size_name(args.edges)}" + (f"_r{args.ranks}" if args.ranks != 2 else "")
     if args.method != "multilevel":
         name += f"_{args.method}"
+    if args.balance == "default":
+        name += "_default"   # node-count runs came first and kept the plain names
     if args.stages_apart:
         name += "_apart"
     write_json(args.json or RESULTS / f"{name}.json", result)

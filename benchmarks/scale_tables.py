@@ -13,7 +13,9 @@ from typing import Dict, List, Optional
 from distpart.chunked.estimate import BASE_BYTES, DISPATCH_STAGES, STAGE_MODELS, StageModel, stage_peak
 
 GROUPS = ("assign", "dispatch", "verify")
-RUN_200M = "scale_200m.json"
+RUN_200M = "scale_200m_default.json"          # the default constraint set
+RUN_200M_NODES = "scale_200m.json"            # node counts only
+RUNS_200M = (RUN_200M, RUN_200M_NODES)
 RUN_DGL = "dgl_pipeline_20m.json"
 COMMAND_DGL = "python benchmarks/bench_dgl_pipeline.py"
 MACHINE_GIB = 24
@@ -77,7 +79,7 @@ HEAD = ["input", "method", "ranks", "stage", "wall s", "peak MiB per rank", "B/e
 
 def perf_sizing(results: Path) -> str:
     """Per stage of every `scale_*.json` run, the weak series' included (not the 200M run)."""
-    rows = [r for f, data in _runs(results, "scale_*.json") if f.name != RUN_200M
+    rows = [r for f, data in _runs(results, "scale_*.json") if f.name not in RUNS_200M
             for run in data.get("runs", [data]) for r in _stage_rows(run, f.name)]
     if not rows:
         return "No run of `benchmarks/bench_scale.py` is in `benchmarks/results/` yet (commands above)."
@@ -164,19 +166,23 @@ def predicted_200m(edges: int = 200_000_000, ranks: int = 2) -> str:
 
 
 def perf_200m(results: Path) -> str:
-    """The 200M-edge run, or what to run to fill this in, and ParMETIS and DGL's pipeline extrapolated."""
-    path = results / RUN_200M
-    if not path.exists():
+    """The 200M-edge runs (the default set, node counts only), or what to run to fill this in,
+    and ParMETIS and DGL's pipeline extrapolated."""
+    runs = [(name, json.loads((results / name).read_text())) for name in RUNS_200M if (results / name).exists()]
+    if not runs:
         return (f"Not measured yet: `{COMMAND_200M}` writes {RUN_200M} in the results folder, then "
                 "`python benchmarks/docs_numbers.py` fills this in. " + predicted_200m() + extrapolated(results)
                 + dgl_extrapolated(results))
-    run = json.loads(path.read_text())
-    cut = run.get("cut") or {}
-    cut_text = f"; cut {100 * cut['edge_cut_fraction']:.2f}% of edges" if cut else ""
-    return (_table(HEAD, _stage_rows(run, RUN_200M))
-            + f"\n\n`{run['command']}`: mpiexec wall {run['mpiexec_wall_s']:,.0f} s{cut_text}"
-            + (f"; `{run['verify']}`." if run.get("verify") else ".")
-            + extrapolated(results, run["edges"]) + dgl_extrapolated(results, run["edges"]))
+    lines = []
+    for _, run in runs:
+        cut = run.get("cut") or {}
+        cut_text = f"; cut {100 * cut['edge_cut_fraction']:.2f}% of edges" if cut else ""
+        lines.append(f"`{run['command']}`: mpiexec wall {run['mpiexec_wall_s']:,.0f} s{cut_text}"
+                     + (f"; `{run['verify']}`." if run.get("verify") else "."))
+    edges = runs[0][1]["edges"]
+    return (_table(HEAD, [row for name, run in runs for row in _stage_rows(run, name)]) + "\n\n"
+            + "\n".join(f"- {line}" for line in lines) + "\n\n"
+            + (extrapolated(results, edges) + dgl_extrapolated(results, edges)).strip())
 
 
 def machines_needed(edges: int, memory_gb: float, method: str = "multilevel", edges_per_node: int = 16,

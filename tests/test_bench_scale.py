@@ -146,6 +146,13 @@ def test_sizing_tables_group_dispatch_and_fill_the_200m_placeholder(tmp_path):
     (tmp_path / T.RUN_200M).write_text(json.dumps(run))
     text = T.perf_200m(tmp_path)
     assert "| dispatch | 4.0 | 350/330 | 680 |" in text and "cut 25.00% of edges" in text
+    # With the node-count run beside it: both in one table, the default set first, each command once.
+    nodes = dict(run, balance="nodes", command=run["command"] + " --balance nodes", cut={"edge_cut_fraction": 0.5})
+    (tmp_path / T.RUN_200M_NODES).write_text(json.dumps(nodes))
+    text = T.perf_200m(tmp_path)
+    assert text.index("| multilevel | 2 | assign") < text.index("| multilevel (nodes only) | 2 | assign")
+    assert "--ranks 2`: mpiexec wall 10 s; cut 25.00%" in text and "--balance nodes`: mpiexec wall 10 s; cut 50.00%" in text
+    assert T.perf_sizing(tmp_path).count("\n") <= 2   # the 200M runs are not in the sizing table
 
 
 def test_machines_needed_follows_the_guards_model():
