@@ -208,15 +208,14 @@ def best_targets(cls: np.ndarray, classes: np.ndarray, src: np.ndarray, conn: np
         order = np.lexsort((blocks, -np.broadcast_to(roomy[:, None, :], delta.shape), delta), axis=-1)
         rank = np.empty_like(order)
         np.put_along_axis(rank, order, np.arange(k - 1, -1, -1), axis=-1)     # best = k - 1
-        rank = np.where(valid, rank, -1).reshape(-1, k)
         delta = delta.reshape(-1, k)
         pair = cls * k + src
-        # int32 scores where connection * k fits: half the bytes of every (vertices x blocks) pass.
-        wide = len(conn) == 0 or int(conn.max()) >= (2**31 - 1) // k - 1
-        mine = rank.astype(np.int64 if wide else np.int32)[pair]
-        score = conn.astype(mine.dtype) * k
-        score += mine
-        score[mine < 0] = -1
+        top = int(conn.max()) if len(conn) else 0
+        # An invalid target scores below every valid one, (conn - top - 1) * k < 0: no mask pass.
+        rank = np.where(valid, rank, -(top + 1) * k).reshape(-1, k)
+        # int32 scores where they fit: half the bytes of every (vertices x blocks) pass.
+        score = np.multiply(conn, k, dtype=np.int64 if (top + 2) * k >= 2**31 - 1 else np.int32)
+        score += rank.astype(score.dtype)[pair]
         tgt = score.argmax(axis=1)
         ok = score[i, tgt] >= 0
         gone = delta[pair, tgt]

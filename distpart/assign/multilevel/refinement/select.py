@@ -52,7 +52,9 @@ def first_reaching(comm: "Intracomm", keys: np.ndarray, groups: np.ndarray, weig
     open_ = targets > 0
     below = np.zeros((ngroups, ncon), dtype=np.int64)   # weight of the items under lo
     # Per constraint, the items still inside their problem's range: fewer every round.
-    items = [np.flatnonzero(open_[groups, c] & (weights[:, c] > 0)) for c in range(ncon)]
+    live = open_[groups] & (weights > 0)   # one (m, C) gather, not one per constraint
+    items = [np.flatnonzero(live[:, c]) for c in range(ncon)]
+    del live
     rem = nbits   # bits of the key below the common prefix [lo, lo + 2**rem)
     while open_.any() and rem > 0:   # open_ comes from Allreduced sums: the same on every rank
         step = min(bits, rem)
@@ -61,12 +63,14 @@ def first_reaching(comm: "Intracomm", keys: np.ndarray, groups: np.ndarray, weig
         hist = np.zeros((2, ncon, ngroups * radix), dtype=np.int64)
         for c in range(ncon):
             i = items[c]
-            grp = groups[i]
-            keep = open_[grp, c] & (keys[i] >= lo[grp, c]) & (keys[i] < hi[grp, c])
-            i, grp = i[keep], grp[keep]
+            grp, key = groups[i], keys[i]
+            # Per-column copies of the (G,) bounds: 1-D gathers, each key gathered once.
+            base = lo[:, c][grp]
+            keep = open_[:, c][grp] & (key >= base) & (key < hi[:, c][grp])
+            i, grp, key, base = i[keep], grp[keep], key[keep], base[keep]
             items[c] = i
             if len(i):
-                at = grp * radix + ((keys[i] - lo[grp, c]) >> rem)
+                at = grp * radix + ((key - base) >> rem)
                 hist[0, c] = np.rint(np.bincount(at, weights=weights[i, c], minlength=ngroups * radix))
                 hist[1, c] = np.bincount(at, minlength=ngroups * radix)
         hist = allreduce_sum(comm, hist).reshape(2, ncon, ngroups, radix).transpose(0, 2, 1, 3)

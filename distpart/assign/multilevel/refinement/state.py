@@ -265,13 +265,14 @@ class Refinement:
                 cut2 += 2 * int(w.sum()) - int(w[both].sum())
                 del w
             tell = ~both & (delta != 0)
-            v, delta = v[tell], delta[tell].astype(np.int64)
+            v, delta = v[tell], delta[tell]
             here = v < nlocal
-            np.add.at(cnt, v[here], delta[here])
+            # Values of cnt's own dtype: np.add.at's fast path, 35x the casting one.
+            np.add.at(cnt, v[here], delta[here].astype(cnt.dtype))
             ids.append(halo.ghosts[v[~here] - nlocal])
-            change.append(delta[~here])
+            change.append(delta[~here].astype(np.int64))
         ids, change = np.concatenate(ids), np.concatenate(change)
         order, counts = group_by_owner(g.owner(ids), comm.Get_size())
         (got, change), _ = alltoallv_grouped(comm, [ids, change], counts, order, halo.max_bytes)
-        np.add.at(cnt, got - halo.lo, change)
+        np.add.at(cnt, got - halo.lo, change.astype(cnt.dtype))
         return cnt, cut2
