@@ -26,8 +26,10 @@ if TYPE_CHECKING:
 
 ALGO_NAME = "multilevel"
 # Seconds per adjacency entry a rank holds, for the progress ETA of each phase: rough, the ETA
-# only has to be the right order.
+# only has to be the right order. Balancing several columns (the default set) costs several
+# times more, most of it the rebalancer on the finest level (results/scale_200m_default.json).
 S_PER_ARC = {"coarsening": 1.0e-6, "refinement": 2.0e-6}
+S_PER_ARC_COLUMNS = {"coarsening": 3.0e-6, "refinement": 1.0e-5}
 # V-cycles after the first pass on a mesh-like graph (`coarsening.mesh_like`) unless --vcycles
 # says otherwise: one pays on meshes, graphs with hubs gain nothing (chosen by
 # benchmarks/bench_assign.py, see benchmarks/results/step1_history.md).
@@ -99,8 +101,9 @@ def multilevel_partition(comm: "Intracomm", g: LevelGraph, k: int, imbalance: "f
     progress = progress or Progress.off()
     timings = {} if timings is None else timings
     arcs = g.global_entries(comm) / comm.Get_size()
+    rate = S_PER_ARC_COLUMNS if g.ncon > 1 else S_PER_ARC
     t0 = time.perf_counter()
-    with progress.opaque("coarsening", S_PER_ARC["coarsening"] * arcs):
+    with progress.opaque("coarsening", rate["coarsening"] * arcs):
         levels, maps = coarsen(comm, g, k, seed, progress=progress)
     t1 = time.perf_counter()
     coarse_n = levels[-1].n
@@ -109,7 +112,7 @@ def multilevel_partition(comm: "Intracomm", g: LevelGraph, k: int, imbalance: "f
     t2 = time.perf_counter()
     caps = block_caps(g.total, k, imbalance)
     nlevels = len(levels)
-    with progress.opaque("refinement", S_PER_ARC["refinement"] * arcs):
+    with progress.opaque("refinement", rate["refinement"] * arcs):
         parts = uncoarsen(comm, levels, maps, parts, k, caps, seed, max_bytes)
     del levels, maps
     t3 = time.perf_counter()
@@ -117,7 +120,7 @@ def multilevel_partition(comm: "Intracomm", g: LevelGraph, k: int, imbalance: "f
         vcycles = MESH_VCYCLES if mesh_like(comm, g) else 0
     cycles = 1 + max(int(vcycles), 0)
     for cycle in range(1, cycles):
-        with progress.opaque(f"V-cycle {cycle}", (S_PER_ARC["coarsening"] + S_PER_ARC["refinement"]) * arcs):
+        with progress.opaque(f"V-cycle {cycle}", (rate["coarsening"] + rate["refinement"]) * arcs):
             levels, maps, coarse_parts = coarsen_within(comm, g, k, seed, parts, cycle, progress=progress)
             parts = uncoarsen(comm, levels, maps, coarse_parts, k, caps, seed, max_bytes)
             del levels, maps
