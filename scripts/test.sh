@@ -4,7 +4,8 @@
 # start-up or a daemon's answer, not CPU); the tests that start daemons (netns hosts with sshd,
 # SLURM, munge), mount file systems or measure time or memory are marked
 # xdist_group("serial") and run on one worker, one after the other. DISTPART_TEST_WORKERS=N
-# sets the number of workers (default 3; 0 runs everything in this one process).
+# sets the number of workers (default 4, twice the 2 cores of the CI machine: a test waits on
+# process start-up and daemons; 0 runs everything in this one process).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup-test.sh
@@ -18,7 +19,7 @@ if [ -n "${PYTHONDONTWRITEBYTECODE:-}" ]; then
   unset PYTHONDONTWRITEBYTECODE
   export PYTHONPYCACHEPREFIX="${TMPDIR:-/tmp}/distpart-pycache-$(id -u)"
 fi
-workers="${DISTPART_TEST_WORKERS:-3}"
+workers="${DISTPART_TEST_WORKERS:-4}"
 parallel=()
 if [ "$workers" != 0 ]; then parallel=(-n "$workers" --dist loadgroup); fi
 python -m pytest tests mpi_tests -q -rs "${parallel[@]}" "$@"
