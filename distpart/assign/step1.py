@@ -12,9 +12,9 @@ A method is a module (`parmetis`, `kaminpar`, `multilevel`) with:
 
 `run_method` does what every method needs once: the option checks, the distributed CSR
 (`adjacency.build_csr`; in blocks of equal size, or cut by load for a method whose result
-does not depend on the blocks, `Setup.vertex_blocks`), the vertex weights of the balance options (`balance.vertex_weights`)
-without the constraints nobody can meet (rank 0 prints them), and the split of the
-partition back into per-type blocks (`split_by_type`).
+does not depend on the blocks, `Setup.vertex_blocks`), the vertex weights of the balance
+options (`balance.vertex_weights`) without the constraints nobody can meet (rank 0 prints
+them), and the split of the partition back into per-type blocks (`split_by_type`).
 """
 from __future__ import annotations
 

@@ -160,6 +160,7 @@ class Refinement:
         self.deg = np.diff(g.xadj)
         self._latest: "Optional[weakref.ref]" = None   # the last state `evaluate` returned (not kept alive)
         self._cnt: "Optional[np.ndarray]" = None  # (nlocal,) its rows' entries to other blocks
+        self._small: "Optional[np.ndarray]" = None   # its `ext` narrowed (`narrow`), for the edge passes
         self.cnt_dtype = np.int32 if len(self.deg) == 0 or self.deg.max() < 2**31 else np.int64
         self.wdeg = segment_sums(g.xadj, g.adjwgt)
         self.unit = is_unit(g.adjwgt)   # the finest level: edges are counted, not weighed
@@ -173,7 +174,13 @@ class Refinement:
     def _forget(self, ref: "weakref.ref") -> None:
         """The last state is gone: so are its counts."""
         if ref is self._latest:
-            self._latest = self._cnt = None
+            self._latest = self._cnt = self._small = None
+
+    def _narrowed(self, st: "State") -> np.ndarray:
+        """`narrow(st.ext)`: kept for the last state evaluated, made for any other."""
+        if self._latest is not None and st is self._latest():
+            return self._small
+        return narrow(st.ext, self.k)
 
     def connections(self, st: "State", rows: np.ndarray) -> np.ndarray:
         """The rebalancer's `connections` of the given rows: summed over edges for border
@@ -184,7 +191,7 @@ class Refinement:
         leaves hubs out altogether)."""
         conn = np.zeros((len(rows), self.k), dtype=np.int64)
         b = st.border[rows] & (self.deg[rows] <= self.hub_degree)
-        conn[b] = connections(self.g, self.halo, narrow(st.ext, self.k), rows[b], self.k, self.unit)
+        conn[b] = connections(self.g, self.halo, self._narrowed(st), rows[b], self.k, self.unit)
         inner = rows[~b]
         conn[np.flatnonzero(~b), st.ext[inner]] = self.wdeg[inner]
         return conn
@@ -212,7 +219,7 @@ class Refinement:
             w = g.vwgt[moved]
             bw_local = column_sums(own[moved], w, k) - column_sums(prev.ext[moved], w, k)
         else:
-            self._latest = self._cnt = None   # freed before its successor is allocated
+            self._latest = self._cnt = self._small = None   # freed before its successors are allocated
             cnt, cut2 = np.zeros(g.nlocal, dtype=self.cnt_dtype), 0
             # In pieces of rows: edge-length temporaries of one piece, not of the whole level.
             for lo, hi in row_pieces(g.xadj, EVALUATE_PIECE):
@@ -229,7 +236,7 @@ class Refinement:
             bw, cut2 = bw + prev.bw, cut2 + 2 * prev.cut
         # Each cut edge is seen once from each end, wherever the ends live.
         st = State(ext, bw, cut2 // 2, cnt > 0, overload(bw, self.caps, self.avg), red[k * g.ncon + 1:])
-        self._latest, self._cnt = weakref.ref(st, self._forget), cnt
+        self._latest, self._cnt, self._small = weakref.ref(st, self._forget), cnt, small
         return st
 
     def _moved_counts(self, comm: "Intracomm", prev: State, small: np.ndarray, moved: np.ndarray
@@ -240,8 +247,8 @@ class Refinement:
         the change of an entry to a moved vertex (u, v) through its mirror (v, u), which the
         owner of v sends it. Collective (one exchange)."""
         g, halo, nlocal = self.g, self.halo, self.g.nlocal
-        old = narrow(prev.ext, self.k)
-        cnt, cut2 = self._cnt, 0   # updated in place: `prev` is the last state evaluated
+        old = self._small   # `prev` is the last state evaluated: its narrowed ids and counts
+        cnt, cut2 = self._cnt, 0   # updated in place
         ids, change = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)]
         deg = self.deg[moved]
         # In pieces of MOVED_PIECE entries: this pass holds several times the full pass's
