@@ -121,21 +121,34 @@ def mpirun(nranks: int, argv: Sequence[object], timeout: float = DEFAULT_TIMEOUT
     return run_bounded(mpi_command(nranks, argv, script), mpi_env(), timeout)
 
 
+def start_paused(pause_at: str, nranks: int, argv: Sequence[object], timeout: float = 120,
+                 extra_env: Optional[Dict[str, str]] = None) -> Tuple[subprocess.Popen, List[str]]:
+    """Start a distpart run with `DISTPART_PAUSE_AT=pause_at` (run/faults.py: `point`, rank 0
+    only, or `point@*`) in its own session; return it once rank 0 printed that it paused,
+    with the output lines so far. The caller ends the process group."""
+    point = pause_at.partition("@")[0]
+    env = dict(mpi_env(), DISTPART_PAUSE_AT=pause_at, **(extra_env or {}))
+    proc = subprocess.Popen(mpi_command(nranks, argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, env=env, start_new_session=True)
+    lines, deadline = [], time.monotonic() + timeout
+    for line in proc.stdout:
+        lines.append(line)
+        if f"paused at {point} (rank 0" in line or time.monotonic() > deadline:
+            break
+    if not any(f"paused at {point} (rank 0" in x for x in lines):
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=30)
+        raise AssertionError(f"never paused at {point}:\n" + "".join(lines))
+    return proc, lines
+
+
 @contextmanager
 def paused_run(point: str, nranks: int, argv: Sequence[object], timeout: float = 120
                ) -> Iterator[subprocess.Popen]:
     """A distpart run with every rank stopped (SIGSTOP) at `point` (run/faults.py) for the
     block, killed after it unless the block let it go on (`go_on`) and it finished."""
-    env = dict(mpi_env(), DISTPART_PAUSE_AT=f"{point}@*")
-    proc = subprocess.Popen(mpi_command(nranks, argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, env=env, start_new_session=True)
+    proc, _ = start_paused(f"{point}@*", nranks, argv, timeout)
     try:
-        lines, deadline = [], time.monotonic() + timeout
-        for line in proc.stdout:
-            lines.append(line)
-            if f"paused at {point} (rank 0" in line or time.monotonic() > deadline:
-                break
-        assert any(f"paused at {point} (rank 0" in x for x in lines), "never paused:\n" + "".join(lines)
         yield proc
     finally:
         if proc.poll() is None:

@@ -17,7 +17,7 @@ from typing import Dict
 
 import pytest
 
-from harness import distpart, mpi_command, mpi_env
+from harness import distpart, start_paused
 
 psutil = pytest.importorskip("psutil")
 
@@ -39,17 +39,8 @@ def _cmdline(process) -> list:
 
 def kill_at(point: str, nranks: int, argv, timeout: float = 120) -> str:
     """Run distpart until rank 0 pauses at `point`, then SIGKILL mpiexec and all its ranks."""
-    env = dict(mpi_env(), DISTPART_PAUSE_AT=point)
-    proc = subprocess.Popen(mpi_command(nranks, argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, env=env, start_new_session=True)
-    lines = []
-    deadline = time.monotonic() + timeout
+    proc, lines = start_paused(point, nranks, argv, timeout)
     try:
-        for line in proc.stdout:
-            lines.append(line)
-            if f"paused at {point}" in line or time.monotonic() > deadline:
-                break
-        assert any(f"paused at {point}" in x for x in lines), "never reached the kill point:\n" + "".join(lines)
         victims = psutil.Process(proc.pid).children(recursive=True)
         # At least the ranks (a rank may have a short-lived child, e.g. from find_library).
         assert sum("distpart.cli" in " ".join(_cmdline(v)) for v in victims) >= nranks
@@ -208,15 +199,8 @@ def stop_at(point: str, nranks: int, argv, signum: int, timeout: float = 120) ->
     Ctrl-C in a terminal or a scheduler's cancel does) and let rank 0 go on to take it."""
     # As Open MPI's default (1 s), not the suite's 0: a rank that stops first must not have
     # mpiexec SIGKILL rank 0 before it has unwound (released the lock, said why).
-    env = dict(mpi_env(), DISTPART_PAUSE_AT=point, OMPI_MCA_odls_base_sigkill_timeout="2")
-    proc = subprocess.Popen(mpi_command(nranks, argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, env=env, start_new_session=True)
-    lines = []
+    proc, lines = start_paused(point, nranks, argv, timeout, {"OMPI_MCA_odls_base_sigkill_timeout": "2"})
     try:
-        for line in proc.stdout:
-            lines.append(line)
-            if f"paused at {point}" in line:
-                break
         ranks = [v for v in psutil.Process(proc.pid).children(recursive=True)
                  if "distpart.cli" in " ".join(_cmdline(v))]
         assert len(ranks) >= nranks, "".join(lines)
