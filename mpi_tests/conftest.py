@@ -20,8 +20,8 @@ class XdistGroups:
 
     The tests of a module that share a module-scoped fixture (a reference run, a partitioned
     graph) form one group, so that one worker builds it once instead of every worker once.
-    Tests already in a group (xdist_group("serial"): daemons, mounts, time or memory measured)
-    stay in theirs.
+    Tests already in a group (xdist_group("netns_pair"): the session's two sshd hosts;
+    xdist_group("serial"): SLURM, mounts, time or memory measured) stay in theirs.
 
     A grouped test that did not get its group fails before it starts anything, as it could run
     beside the other tests of its group: pytest-xdist 3.8 marks the group in the test's ID,

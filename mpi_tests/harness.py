@@ -1,7 +1,9 @@
 """The test harness: how the tests, conftest.py and the benchmarks start distpart and MPI jobs.
 
-Every run is a subprocess in its own process group with a hard timeout; on timeout the
-whole group is killed and the test fails, so a deadlock fails the test instead of hanging CI.
+Every run has a hard timeout; on timeout its whole process group is killed and the test
+fails, so a deadlock fails the test instead of hanging CI. A distpart command or MPI script
+run by `mpirun` (and so `distpart(...)`) goes to this process's standing MPI job of that many
+ranks (rank_pool.py) when it can; anything else is a subprocess in its own process group.
 It also owns the rank counts the MPI tests run at (`RANKS`), the environment mpiexec needs
 on a 2-core CI machine running as root (`launch_env`, `mpi_env`), `distpart(...)` (a
 subcommand that must succeed, or be refused without touching the file system), and where
@@ -117,8 +119,21 @@ def run_bounded(cmd: Sequence[object], env: Optional[Dict[str, str]] = None, tim
 
 def mpirun(nranks: int, argv: Sequence[object], timeout: float = DEFAULT_TIMEOUT,
            script: Optional[Path] = None) -> Run:
-    """Run distpart (or a test script) on nranks ranks; fail the test on timeout."""
-    return run_bounded(mpi_command(nranks, argv, script), mpi_env(), timeout)
+    """Run distpart (or a test script) on nranks ranks; fail the test on timeout. A distpart
+    command runs in this process's standing job of nranks ranks when it can (rank_pool.py)."""
+    env = mpi_env()
+    import rank_pool
+    if rank_pool.enabled() and nranks in rank_pool.POOL_RANKS:
+        done = rank_pool.pooled_run(nranks, [str(a) for a in argv], env,
+                                    mpi_command(nranks, [], HERE / "rank_pool.py"), timeout,
+                                    None if script is None else str(Path(script).resolve()))
+        if done is not None:
+            status, out, err, timed_out = done
+            if timed_out:
+                _fail(f"timed out after {timeout}s (deadlock?): {script or 'distpart'} "
+                      f"{' '.join(map(str, argv))}\n{out}\n{err}")
+            return Run(status, out, err)
+    return run_bounded(mpi_command(nranks, argv, script), env, timeout)
 
 
 def start_paused(pause_at: str, nranks: int, argv: Sequence[object], timeout: float = 120,

@@ -37,8 +37,8 @@ NUM_NODES, NUM_EDGES, FEAT_DIM, CLASSES, TRAIN = 400, 2400, 16, 4, 240
 JOB_TIMEOUT = 240
 SERVER_PORT, MASTER_PORT = 30050, 29500   # free: the machines are network namespaces of their own
 
-# Parallel runs (scripts/test.sh, pytest-xdist) keep the daemon tests on one worker, one at a time.
-pytestmark = pytest.mark.xdist_group("serial")
+# Parallel runs (scripts/test.sh, pytest-xdist): the tests on the session's two hosts share one worker.
+pytestmark = pytest.mark.xdist_group("netns_pair")
 
 
 def write_input(folder: Path) -> Dict[str, np.ndarray]:

@@ -59,8 +59,8 @@ NUM_PARTS = 4
 HARD_NEG = ("user:buys:item", "hard_neg", "item")      # edge type, feature, the type its IDs name
 GSP_CONFIG = "gsprocessing_config.json"                # launch_arguments.json names it
 
-# Parallel runs (scripts/test.sh, pytest-xdist) keep the daemon tests on one worker, one at a time.
-pytestmark = pytest.mark.xdist_group("serial")
+# Parallel runs (scripts/test.sh, pytest-xdist): the tests on the session's two hosts share one worker.
+pytestmark = pytest.mark.xdist_group("netns_pair")
 
 
 @pytest.fixture(scope="module")

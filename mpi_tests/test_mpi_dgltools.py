@@ -184,7 +184,7 @@ def test_real_dgl_loads_the_guide_output(guide, dgl_python, tmp_path):
             assert len(theirs[f"orig_nids:{t}"]) == hi - lo
 
 
-@pytest.mark.xdist_group("serial")      # the session's two sshd hosts (conftest.netns_pair)
+@pytest.mark.xdist_group("netns_pair")      # the session's two sshd hosts (conftest.netns_pair)
 def test_graphstorm_command_on_two_hosts(example_dir, netns_pair, tmp_path):
     """GraphStorm's command with an ip_config of bare IPs: one rank on each host (the remote
     one over ssh), --python-path being the interpreter that runs there. The assignment is

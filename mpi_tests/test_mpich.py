@@ -148,7 +148,7 @@ def test_mpich_parmetis_linked_to_open_mpi_is_refused(mpich_env, example_dir, tm
     assert not (out / "metadata.json").exists()
 
 
-@pytest.mark.xdist_group("serial")    # with the other daemon tests: one worker, one at a time
+@pytest.mark.xdist_group("netns_pair")    # with the other tests on the two sshd hosts: one worker, one at a time
 def test_mpich_two_hosts_a_bug_on_the_second_host_reaches_the_user(netns_pair, mpich_env, example_dir, tmp_path):
     """Issue 28 item 12: a rank on host 1 raises at `stage assign`. Its traceback, whole, and
     one line naming the reason and the record file reach `distpart launch`'s stderr on host 0;

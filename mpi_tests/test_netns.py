@@ -26,8 +26,9 @@ DISTPART = str(Path(sys.executable).parent / "distpart")   # the venv's entry po
 VENV = str(Path(sys.executable).parent.parent)
 
 
-# Parallel runs (scripts/test.sh, pytest-xdist) keep the daemon tests on one worker, one at a time.
-pytestmark = pytest.mark.xdist_group("serial")
+# Parallel runs (scripts/test.sh, pytest-xdist): the tests on the session's two sshd hosts share one
+# worker, one at a time (the other daemon tests, xdist_group("serial"), another).
+pytestmark = pytest.mark.xdist_group("netns_pair")
 
 
 @pytest.fixture

@@ -207,7 +207,10 @@ def stop_at(point: str, nranks: int, argv, signum: int, timeout: float = 120) ->
         for rank in ranks:
             rank.send_signal(signum)
         for rank in ranks:
-            rank.send_signal(signal.SIGCONT)
+            try:
+                rank.send_signal(signal.SIGCONT)
+            except psutil.NoSuchProcess:
+                pass   # a rank that was not paused took the stop and ended already
         rest, _ = proc.communicate(timeout=timeout)
     finally:
         if proc.poll() is None:

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Set up, then run the whole test suite: unit tests, then the MPI tests (1, 2 and 4 ranks).
-# The tests run on several pytest-xdist workers at once (most of a test's time is an mpiexec
-# start-up or a daemon's answer, not CPU); the tests that start daemons (netns hosts with sshd,
-# SLURM, munge), mount file systems or measure time or memory are marked
-# xdist_group("serial") and run on one worker, one after the other. DISTPART_TEST_WORKERS=N
-# sets the number of workers (default 4, twice the 2 cores of the CI machine: a test waits on
-# process start-up and daemons; 0 runs everything in this one process).
+# The tests run on several pytest-xdist workers at once (much of a test's time is a daemon's
+# answer or a process start-up, not CPU). The tests on the session's two sshd hosts are marked
+# xdist_group("netns_pair"), and those that start SLURM and munge, mount file systems or
+# measure time or memory xdist_group("serial"): each group runs on one worker, one test after
+# the other, beside the rest. DISTPART_TEST_WORKERS=N sets the number of workers (default 4,
+# twice the 2 cores of the CI machine; 0 runs everything in this one process). Each worker
+# runs distpart's commands in standing MPI jobs of 1, 2 and 4 ranks (mpi_tests/rank_pool.py);
+# DISTPART_TEST_POOL=0 starts an mpiexec for every command instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup-test.sh

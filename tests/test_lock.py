@@ -114,8 +114,10 @@ def test_release_leaves_a_lock_file_that_is_not_its_own(tmp_path):
 
 def _start_many(folder, n: int, stale_content: str) -> list:
     """n processes that each try to take the lock at the same moment (released together by a
-    pipe) and hold it a little while; returns each one's outcome. Deciding staleness is slowed
-    to 50 ms, as on a slow network file system: a takeover that is not atomic then loses."""
+    pipe); the one that gets it holds it until every process has said how it went (so that a
+    late starter on a loaded machine cannot take it after a release); returns each one's
+    outcome. Deciding staleness is slowed to 50 ms, as on a slow network file system: a
+    takeover that is not atomic then loses."""
     script = (
         "import os, sys, time\n"
         "import distpart.run.lock as L\n"
@@ -128,18 +130,17 @@ def _start_many(folder, n: int, stale_content: str) -> list:
         "    lock = FolderLock(sys.argv[1], current_holder('distpart pipeline')).acquire()\n"
         "except InputError as e:\n"
         "    print('refused', e); sys.exit(0)\n"
-        "print('locked'); sys.stdout.flush(); time.sleep(0.5); lock.release()\n")
+        "print('locked'); sys.stdout.flush(); sys.stdin.read(); lock.release()\n")
     (folder / LOCK_NAME).write_text(stale_content)
     procs = [subprocess.Popen([sys.executable, "-c", script, str(folder)], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True) for _ in range(n)]
     for p in procs:   # all started; now let them go at once
         p.stdin.write("x")
         p.stdin.flush()
-    for p in procs:
+    outcomes = [p.stdout.readline().strip() for p in procs]
+    for p in procs:   # every one has answered: the holder may release
         p.stdin.close()
-    outcomes = []
     for p in procs:
-        outcomes.append(p.stdout.read().strip())
         p.wait(timeout=60)
     return outcomes
 
