@@ -81,8 +81,8 @@ def _run_one(cli, job: dict, rank: int, filters: list, formatwarning) -> int:
     warnings._filters_mutated()   # every "shown once" warning is shown again, as in a new process
     warnings.formatwarning = formatwarning
     script = job.get("script")
+    argv, path = sys.argv, list(sys.path)
     sys.argv = [script or cli.__file__, *job["argv"]]
-    path = list(sys.path)
     if script:
         sys.path.insert(0, os.path.dirname(script))   # as `python SCRIPT` has it
     _reset_peak_rss()
@@ -114,7 +114,7 @@ def _run_one(cli, job: dict, rank: int, filters: list, formatwarning) -> int:
         MPI.COMM_WORLD.Abort(1)
         raise
     finally:
-        sys.path[:] = path
+        sys.argv, sys.path[:] = argv, path
         for fd, old in zip((1, 2), saved):
             (sys.stdout if fd == 1 else sys.stderr).flush()
             os.dup2(old, fd)
