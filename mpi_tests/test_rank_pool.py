@@ -47,7 +47,8 @@ def test_each_command_starts_as_a_new_process_would(tmp_path):
 def test_a_bug_ends_its_pool_and_the_next_command_gets_a_new_one(tmp_path):
     run = mpirun(2, ["bug"], script=PROBE)
     assert run.returncode == 1, run.output     # MPI_Abort's error code, as mpiexec reports it
-    assert "RuntimeError: a bug on rank 1" in run.stderr and "MPI_ABORT was invoked" in run.stderr, run.output
+    # (mpiexec's own MPI_ABORT notice is not asserted: under load its show_help may fail instead)
+    assert "RuntimeError: a bug on rank 1" in run.stderr, run.output
     assert not rank_pool._pools[2].alive
     after = mpirun(2, ["after"], script=PROBE)
     assert after.returncode == 0 and after.stdout.count("argv ['after']") == 2, after.output
