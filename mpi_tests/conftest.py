@@ -1,17 +1,19 @@
-"""The MPI tests' fixtures (and the plugin that groups them for pytest-xdist).
+"""The MPI tests' fixtures (and the plugin that groups them for pytest-xdist, and the end of
+the session's removal of the shared-memory files that killed jobs leave).
 
 How a test runs distpart or mpiexec (with a hard timeout, the environment, the rank counts)
 is in harness.py; shared graph builders in graphs.py; output checks in reference.py. This
-file only registers fixtures, so no module imports it.
+file only registers fixtures and hooks, so no module imports it.
 """
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Dict
 
 import pytest
 
-from harness import DGL_MISSING, distpart, find_dgl_python
+from harness import DGL_MISSING, distpart, find_dgl_python, remove_leaked_segments
 
 
 class XdistGroups:
@@ -48,6 +50,17 @@ class XdistGroups:
 def pytest_configure(config):
     if config.pluginmanager.has_plugin("xdist") and not config.pluginmanager.has_plugin("distpart-xdist-groups"):
         config.pluginmanager.register(XdistGroups(), "distpart-xdist-groups")
+    config.stash[_STARTED] = time.time()
+
+
+_STARTED = pytest.StashKey[float]()
+
+
+def pytest_sessionfinish(session):
+    """Once, where the session began (not in each xdist worker): remove the shared-memory
+    files the jobs the tests killed left behind (harness.remove_leaked_segments)."""
+    if getattr(session.config, "workerinput", None) is None:
+        remove_leaked_segments(session.config.stash[_STARTED])
 
 
 @pytest.fixture(scope="session")

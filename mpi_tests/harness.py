@@ -237,6 +237,36 @@ def distpart(nranks: int, *argv: object, timeout: float = DEFAULT_TIMEOUT, ok: O
     return run
 
 
+# ---------------------------------------------------------------- what killed jobs leave
+
+SHM = Path("/dev/shm")
+
+
+def remove_leaked_segments(since: float, folder: Path = SHM) -> List[Path]:
+    """Remove Open MPI's shared-memory files (`vader_segment.*`) made since `since` (a time)
+    that no live process maps: what the ranks the tests SIGKILL (a node failure, a timeout, a
+    bug's MPI_Abort) could not remove. Returns what was removed."""
+    if not folder.is_dir():
+        return []
+    mapped = set()
+    for maps in Path("/proc").glob("[0-9]*/maps"):
+        try:
+            mapped.update(line.split(None, 5)[5].strip() for line in maps.read_text().splitlines()
+                          if "vader_segment" in line)
+        except (OSError, IndexError):
+            pass   # the process ended meanwhile, or maps nothing by name
+    removed = []
+    for path in folder.glob("vader_segment.*"):
+        try:
+            info = path.stat()
+            if info.st_uid == os.getuid() and info.st_mtime >= since and str(path) not in mapped:
+                path.unlink()
+                removed.append(path)
+        except OSError:
+            pass   # removed meanwhile
+    return removed
+
+
 # ---------------------------------------------------------------- real DGL (a separate Python)
 
 DGL_MISSING = ("DGL not installed (with distpart's dependencies): set DISTPART_DGL_PYTHON to the "
