@@ -47,13 +47,13 @@ class XdistGroups:
                         f"pytest<9.2", pytrace=False)
 
 
+_STARTED = pytest.StashKey[float]()   # when the session began (pytest_sessionfinish)
+
+
 def pytest_configure(config):
     if config.pluginmanager.has_plugin("xdist") and not config.pluginmanager.has_plugin("distpart-xdist-groups"):
         config.pluginmanager.register(XdistGroups(), "distpart-xdist-groups")
     config.stash[_STARTED] = time.time()
-
-
-_STARTED = pytest.StashKey[float]()
 
 
 def pytest_sessionfinish(session):

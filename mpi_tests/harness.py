@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Iterator, List, NoReturn, Optional, Sequence, Tuple
 
+import rank_pool
+
 RANKS = (1, 2, 4)
 DEFAULT_TIMEOUT = 240
 HERE = Path(__file__).resolve().parent
@@ -122,7 +124,6 @@ def mpirun(nranks: int, argv: Sequence[object], timeout: float = DEFAULT_TIMEOUT
     """Run distpart (or a test script) on nranks ranks; fail the test on timeout. A distpart
     command runs in this process's standing job of nranks ranks when it can (rank_pool.py)."""
     env = mpi_env()
-    import rank_pool
     if rank_pool.enabled() and nranks in rank_pool.POOL_RANKS:
         done = rank_pool.pooled_run(nranks, [str(a) for a in argv], env,
                                     mpi_command(nranks, [], HERE / "rank_pool.py"), timeout,

@@ -238,7 +238,7 @@ class RankPool:
         for r in range(self.nranks):
             for name, found in texts.items():
                 path = Path(f"{prefix}.{r}.{name}")
-                found.append(_read(str(path)))
+                found.append(_read(path))
                 path.unlink(missing_ok=True)
         return texts["out"], texts["err"]
 
@@ -284,9 +284,9 @@ def _read_line(conn: socket.socket, deadline: float) -> str:
     return data.decode("utf-8")
 
 
-def _read(path: str) -> str:
+def _read(path: Path) -> str:
     try:
-        return Path(path).read_text(encoding="utf-8", errors="replace")
+        return path.read_text(encoding="utf-8", errors="replace")
     except FileNotFoundError:
         return ""
 
@@ -302,12 +302,11 @@ def pooled_run(nranks: int, argv: Sequence[str], env: Dict[str, str], command: L
     be pooled (the caller launches it): another environment, or the pool cannot start."""
     env = {k: v for k, v in env.items() if k not in _CHANGES_PER_TEST}
     pool = _pools.get(nranks)
-    if pool is not None and (not pool.alive or pool.env != env):
-        if pool.env != env and pool.alive:
-            return None
-        pool.close()
-        pool = None
-    if pool is None:
+    if pool is not None and pool.alive and pool.env != env:
+        return None
+    if pool is None or not pool.alive:   # none yet, or an abort ended it
+        if pool is not None:
+            pool.close()   # idempotent: run() closes a pool it saw end
         try:
             pool = RankPool(nranks, env, command)
         except PoolGone:
