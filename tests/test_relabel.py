@@ -8,7 +8,7 @@ import pytest
 
 from distpart.arrays import exclusive_cumsum, group_by_owner, new_node_ids, rank_within_group, sorted_unique
 from distpart.dispatch.relabel import local_graph
-from distpart.mpi.exchange import concat_ranges
+from distpart.mpi.exchange import _forms_key, concat_ranges
 from distpart.partitions.partbook import range_starts, type_of
 
 SEEDS = range(25)
@@ -59,6 +59,17 @@ def test_concat_ranges(seed: int) -> None:
     expected = [s + j for s, n in zip(starts.tolist(), lengths.tolist()) for j in range(n)]
     assert got.dtype == np.int64
     assert got.tolist() == expected
+
+
+def test_forms_key_tells_column_forms_apart() -> None:
+    """The exchange's one reduction compares this key (max == min) instead of gathering forms."""
+    a = [np.zeros(3, np.int64), np.zeros((3, 2), np.float32)]
+    key = _forms_key(a)
+    assert key == _forms_key([np.ones(0, np.int64), np.ones((5, 2), np.float32)])  # rows do not count
+    assert 0 <= key < 2**56   # key and -key fit int64
+    others = [[np.zeros(3, np.int32), a[1]], [a[0], np.zeros((3, 2), np.float64)],
+              [a[0], np.zeros((3, 3), np.float32)], [a[0]], [a[1], a[0]]]
+    assert len({key, *(_forms_key(o) for o in others)}) == 1 + len(others)
 
 
 def test_concat_ranges_all_empty() -> None:

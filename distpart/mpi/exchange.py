@@ -11,6 +11,7 @@ the order it sent them, exactly as one unbounded Alltoallv would deliver them.
 """
 from __future__ import annotations
 
+import hashlib
 from typing import TYPE_CHECKING, List, Sequence, Tuple
 
 import numpy as np
@@ -109,12 +110,16 @@ def alltoallv_grouped(comm: Intracomm, columns: Sequence[np.ndarray], send_count
     from mpi4py import MPI
 
     nranks = comm.Get_size()
-    _agree_on_columns(comm, columns)
     send_counts = np.ascontiguousarray(send_counts, dtype=np.int64)
     recv_counts = np.empty(nranks, dtype=np.int64)
     comm.Alltoall(send_counts, recv_counts)
     row_bytes = sum(_row_bytes(c) for c in columns)
-    rounds = int(allreduce_max(comm, np.array([rounds_needed(send_counts, recv_counts, row_bytes, max_bytes)]))[0])
+    # One reduction agrees on the rounds and checks the columns' forms (max key == min key).
+    key = _forms_key(columns)
+    rounds, high, low = allreduce_max(comm, np.array(
+        [rounds_needed(send_counts, recv_counts, row_bytes, max_bytes), key, -key])).tolist()
+    if high != -low:
+        _explain_mismatch(comm, columns)
 
     sdispl, rdispl = exclusive_cumsum(send_counts), exclusive_cumsum(recv_counts)
     outs = [np.empty((int(recv_counts.sum()), *c.shape[1:]), dtype=c.dtype) for c in columns]
@@ -154,17 +159,29 @@ class ColumnMismatch(DistpartError):
     """Ranks tried to exchange columns of different dtypes or row shapes (a bug or bad output)."""
 
 
-def _agree_on_columns(comm: Intracomm, columns: Sequence[np.ndarray]) -> None:
-    """Every rank must send the same (dtype, row shape) per column: raw bytes of different
-    widths would be cut into rows differently on each side (MPI_ERR_TRUNCATE, or silent
-    garbage). The forms are a few short strings, so a lowercase allgather is fine."""
-    forms = [(np.dtype(c.dtype).str, tuple(c.shape[1:])) for c in columns]
+def _forms(columns: Sequence[np.ndarray]) -> List[Tuple[str, Tuple[int, ...]]]:
+    return [(np.dtype(c.dtype).str, tuple(int(x) for x in c.shape[1:])) for c in columns]
+
+
+def _forms_key(columns: Sequence[np.ndarray]) -> int:
+    """A 56-bit digest of the columns' (dtype, row shape) list, the same on every rank that has
+    it (so key and -key fit int64). Every rank must send the same forms: raw bytes of different
+    widths would be cut into rows differently on each side (MPI_ERR_TRUNCATE, or silent garbage)."""
+    return int.from_bytes(hashlib.blake2b(repr(_forms(columns)).encode(), digest_size=7).digest(), "little")
+
+
+def _explain_mismatch(comm: Intracomm, columns: Sequence[np.ndarray]) -> None:
+    """Raise ColumnMismatch naming each rank's forms (every rank calls it: the keys differed).
+    The forms are a few short strings, so a lowercase allgather is fine on this path."""
+    forms = _forms(columns)
     everyone = comm.allgather(forms)
-    for i in range(len(forms)):
-        seen = {tuple(f[i]) for f in everyone}
+    for i in range(max(len(f) for f in everyone)):
+        seen = {tuple(f[i]) if i < len(f) else None for f in everyone}
         if len(seen) > 1:
-            detail = ", ".join(f"rank {r}: {f[i][0]} {f[i][1]}" for r, f in enumerate(everyone))
+            detail = ", ".join(f"rank {r}: {f[i][0]} {f[i][1]}" if i < len(f) else f"rank {r}: no column"
+                               for r, f in enumerate(everyone))
             raise ColumnMismatch(f"ranks disagree on the dtype or row shape of exchanged column {i} ({detail})")
+    raise ColumnMismatch(f"ranks disagree on the exchanged columns ({everyone})")
 
 
 def exchange(comm: Intracomm, owner: np.ndarray, columns: Sequence[np.ndarray],
