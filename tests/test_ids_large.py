@@ -243,6 +243,20 @@ def all_rounds(send_counts, recv_counts, row_bytes, max_bytes):
                     for j in range(rounds)]
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_rounds_from_the_global_maxima_are_the_agreed_rounds(seed: int) -> None:
+    """A halo refresh plans its rounds from two maxima over the ranks (`rounds_for`) instead of
+    a reduction per call: that must be the maximum of every rank's `rounds_needed`."""
+    rng = np.random.default_rng(seed)
+    ranks = int(rng.integers(1, 9))
+    matrix = rng.integers(0, 1000, size=(ranks, ranks)) * (rng.random((ranks, ranks)) < 0.7)
+    for row_bytes in (1, 8, 24):
+        for max_bytes in (1, row_bytes * ranks + 5, 4096, 1 << 20):
+            agreed = max(ex.rounds_needed(matrix[r], matrix[:, r], row_bytes, max_bytes) for r in range(ranks))
+            rows = max(max(matrix[r].sum(), matrix[:, r].sum()) for r in range(ranks))
+            assert ex.rounds_for(int(rows), int(matrix.max(initial=0)), ranks, row_bytes, max_bytes) == agreed
+
+
 def check_rounds(send_counts, recv_counts, column_bytes, max_bytes):
     """Every round's counts and displacements fit MPI's int, and the rounds tile the rows."""
     rounds, plan = all_rounds(send_counts, recv_counts, sum(column_bytes), max_bytes)

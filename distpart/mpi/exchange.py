@@ -47,15 +47,22 @@ def rounds_needed(send_counts: np.ndarray, recv_counts: np.ndarray, row_bytes: i
     so a round carries up to one extra row per peer beyond the average; that slack is taken
     out of the budget. (The cap is also kept below 2**31 so counts and displacements fit.)
     """
+    rows = max(int(np.sum(send_counts)), int(np.sum(recv_counts)))
+    largest = max(int(np.max(send_counts, initial=0)), int(np.max(recv_counts, initial=0)))
+    return rounds_for(rows, largest, len(send_counts), row_bytes, max_bytes)
+
+
+def rounds_for(rows: int, largest: int, peers: int, row_bytes: int, max_bytes: int) -> int:
+    """`rounds_needed` of a rank that sends or receives at most `rows` rows in all and
+    `largest` from or to one peer. Never smaller for larger `rows` or `largest`: with the
+    maxima over all ranks it is every rank's agreed count."""
     row_bytes = max(int(row_bytes), 1)
     max_bytes = min(int(max_bytes), MAX_MPI_COUNT)
-    peers = len(send_counts)
-    rows = max(int(np.sum(send_counts)), int(np.sum(recv_counts)))
     if rows == 0:
         return 1
     budget = max_bytes - peers * row_bytes
     if budget < row_bytes:  # a tiny cap: one row per peer per round is the best there is
-        return max(int(np.max(send_counts, initial=0)), int(np.max(recv_counts, initial=0)), 1)
+        return max(int(largest), 1)
     return max(1, -(-rows * row_bytes // budget))
 
 
@@ -107,8 +114,6 @@ def alltoallv_grouped(comm: Intracomm, columns: Sequence[np.ndarray], send_count
     only references (`exchange(comm, owner, [a, b])` after `del a, b`) gets each input
     freed while the outputs fill, instead of holding inputs and outputs at once.
     """
-    from mpi4py import MPI
-
     nranks = comm.Get_size()
     send_counts = np.ascontiguousarray(send_counts, dtype=np.int64)
     recv_counts = np.empty(nranks, dtype=np.int64)
@@ -120,6 +125,15 @@ def alltoallv_grouped(comm: Intracomm, columns: Sequence[np.ndarray], send_count
         [rounds_needed(send_counts, recv_counts, row_bytes, max_bytes), key, -key])).tolist()
     if high != -low:
         _explain_mismatch(comm, columns)
+    return alltoallv_planned(comm, columns, send_counts, recv_counts, int(rounds), order), recv_counts
+
+
+def alltoallv_planned(comm: Intracomm, columns: Sequence[np.ndarray], send_counts: np.ndarray,
+                      recv_counts: np.ndarray, rounds: int, order: "np.ndarray | None" = None) -> List[np.ndarray]:
+    """`alltoallv_grouped`'s data rounds, for a caller that already knows what every rank
+    receives and the agreed number of rounds (a fixed pattern, e.g. a halo refresh): only
+    the Alltoallv calls. Every rank must pass the same columns' forms. Collective."""
+    from mpi4py import MPI
 
     sdispl, rdispl = exclusive_cumsum(send_counts), exclusive_cumsum(recv_counts)
     outs = [np.empty((int(recv_counts.sum()), *c.shape[1:]), dtype=c.dtype) for c in columns]
@@ -152,7 +166,7 @@ def alltoallv_grouped(comm: Intracomm, columns: Sequence[np.ndarray], send_count
             if whole and isinstance(columns, list):
                 columns[c] = None
             del col
-    return outs, recv_counts
+    return outs
 
 
 class ColumnMismatch(DistpartError):

@@ -18,12 +18,13 @@ a stage handles at once, and a block's share of a total (`share_of`, `block_caps
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Tuple
 
 import numpy as np
 
 from ...arrays import group_by_owner, owner_of, sorted_unique
-from ...mpi.exchange import DEFAULT_MAX_BYTES, alltoallv_grouped, allreduce_sum
+from ...mpi.exchange import (DEFAULT_MAX_BYTES, allreduce_max, allreduce_sum, alltoallv_grouped, alltoallv_planned,
+                             rounds_for)
 
 if TYPE_CHECKING:
     from mpi4py.MPI import Intracomm
@@ -145,6 +146,10 @@ class Halo:
     send_local: np.ndarray    # local indices of own vertices other ranks need, grouped by rank
     send_counts: np.ndarray   # (R,) rows to each rank
     recv_order: np.ndarray    # where each received row goes among the ghosts
+    recv_counts: np.ndarray   # (R,) ghosts owned by each rank
+    # Over all ranks: the most rows a rank sends or receives in a refresh, and to or from one
+    # peer. A refresh's rounds follow from them and its row size: no collective to plan it.
+    traffic: Tuple[int, int]
     lo: int = 0               # global ID of the rank's first vertex
     max_bytes: int = DEFAULT_MAX_BYTES
 
@@ -169,17 +174,24 @@ class Halo:
             np.subtract(a, lo, out=c, casting="unsafe")   # remote entries are set next
             c[remote] = g.nlocal + np.searchsorted(ghosts, a[remote])
         order, counts = group_by_owner(g.owner(ghosts), comm.Get_size())
-        (asked,), recv_counts = alltoallv_grouped(comm, [ghosts], counts, order, max_bytes)
-        return cls(ghosts, col, asked - lo, recv_counts, order, lo, max_bytes)
+        (asked,), asked_counts = alltoallv_grouped(comm, [ghosts], counts, order, max_bytes)
+        traffic = allreduce_max(comm, np.array([max(len(asked), len(ghosts)),
+                                                max(asked_counts.max(initial=0), counts.max(initial=0))]))
+        return cls(ghosts, col, asked - lo, asked_counts, order, counts, (int(traffic[0]), int(traffic[1])),
+                   lo, max_bytes)
 
     @property
     def nghost(self) -> int:
         return len(self.ghosts)
 
     def ghost_values(self, comm: "Intracomm", local: np.ndarray) -> np.ndarray:
-        """Values of the ghosts, given every rank's values of its own vertices. Collective."""
-        (got,), _ = alltoallv_grouped(comm, [np.ascontiguousarray(local[self.send_local])],
-                                      self.send_counts, None, self.max_bytes)
+        """Values of the ghosts, given every rank's values of its own vertices. Collective: the
+        Alltoallv rounds alone, so every rank passes `local` of one dtype and row shape (the
+        same code builds it on every rank; `alltoallv_grouped` is the checked path)."""
+        row_bytes = local.dtype.itemsize * int(np.prod(local.shape[1:], dtype=np.int64))
+        rounds = rounds_for(*self.traffic, comm.Get_size(), row_bytes, self.max_bytes)
+        (got,) = alltoallv_planned(comm, [np.ascontiguousarray(local[self.send_local])], self.send_counts,
+                                   self.recv_counts, rounds)
         out = np.empty((self.nghost, *local.shape[1:]), dtype=local.dtype)
         out[self.recv_order] = got
         return out
