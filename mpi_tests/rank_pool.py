@@ -69,10 +69,10 @@ def serve(path: str) -> None:
     filters, formatwarning, home = list(warnings.filters), warnings.formatwarning, os.getcwd()
     for line in stream:
         job = json.loads(line)
-        before = _cpu_seconds()
+        before = _usage()
         status = _run_one(cli, job, rank, filters, formatwarning)
         os.chdir(home)
-        stream.write(json.dumps({"status": status, "cpu_s": _cpu_seconds() - before}) + "\n")
+        stream.write(json.dumps({"status": status, "usage": [b - a for a, b in zip(before, _usage())]}) + "\n")
         stream.flush()
 
 
@@ -122,9 +122,10 @@ def _run_one(cli, job: dict, rank: int, filters: list, formatwarning) -> int:
     return int(status)
 
 
-def _cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
+def _usage() -> Tuple[float, float, int, int]:
+    """This rank's (user CPU-s, system CPU-s, involuntary context switches, minor faults)."""
+    u = resource.getrusage(resource.RUSAGE_SELF)
+    return u.ru_utime, u.ru_stime, u.ru_nivcsw, u.ru_minflt
 
 
 def _reset_peak_rss() -> None:
@@ -196,7 +197,7 @@ class RankPool:
         for conn in self.conns.values():
             conn.sendall(line)
         statuses: Dict[int, int] = {}
-        cpu = 0.0
+        usage = [0.0, 0.0, 0, 0]
         started = time.monotonic()
         waiting = {conn.fileno(): rank for rank, conn in self.conns.items()}
         deadline = time.monotonic() + timeout
@@ -213,10 +214,10 @@ class RankPool:
                 if text:
                     answer = json.loads(text)
                     statuses[rank] = int(answer["status"])
-                    cpu += float(answer["cpu_s"])
+                    usage = [a + b for a, b in zip(usage, answer["usage"])]
             if not ready and not self.alive:
                 break
-        _log(self.nranks, argv, time.monotonic() - started, cpu)
+        _log(self.nranks, argv, time.monotonic() - started, usage)
         if len(statuses) == self.nranks:
             outs, errs = self._outputs(prefix)
             return next((s for s in statuses.values() if s != 0), 0), "".join(outs), "".join(errs), False
@@ -260,14 +261,17 @@ class RankPool:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def _log(nranks: int, argv: Sequence[str], wall: float, cpu: float) -> None:
+def _log(nranks: int, argv: Sequence[str], wall: float, usage: Sequence[float]) -> None:
     """With DISTPART_TEST_POOL_LOG=FILE, a line per pooled command (to see where the suite's
-    CPU goes: the ranks of a pool are reaped only when the tests end)."""
+    CPU goes: the ranks of a pool are reaped only when the tests end): test, ranks, wall s,
+    then summed over the ranks CPU s, of it system s, involuntary context switches, minor
+    page faults; then the command."""
     path = os.environ.get("DISTPART_TEST_POOL_LOG")
     if path:
+        user, system, switches, faults = usage
         with open(path, "a", encoding="utf-8") as f:
             f.write(f"{os.environ.get('PYTEST_CURRENT_TEST', '').split(' ')[0]}\t{nranks}\t{wall:.2f}\t"
-                    f"{cpu:.2f}\t{' '.join(argv)}\n")
+                    f"{user + system:.2f}\t{system:.2f}\t{int(switches)}\t{int(faults)}\t{' '.join(argv)}\n")
 
 
 def _read_line(conn: socket.socket, deadline: float) -> str:
