@@ -96,7 +96,8 @@ def mpi_counts(byte_counts: np.ndarray) -> Tuple[List[int], List[int]]:
     return counts.tolist(), displs.tolist()
 
 
-def _row_bytes(col: np.ndarray) -> int:
+def row_bytes_of(col: np.ndarray) -> int:
+    """Bytes of one row of `col` (all axes after the first)."""
     return int(col.dtype.itemsize * int(np.prod(col.shape[1:], dtype=np.int64)))
 
 
@@ -118,7 +119,7 @@ def alltoallv_grouped(comm: Intracomm, columns: Sequence[np.ndarray], send_count
     send_counts = np.ascontiguousarray(send_counts, dtype=np.int64)
     recv_counts = np.empty(nranks, dtype=np.int64)
     comm.Alltoall(send_counts, recv_counts)
-    row_bytes = sum(_row_bytes(c) for c in columns)
+    row_bytes = sum(row_bytes_of(c) for c in columns)
     # One reduction agrees on the rounds and checks the columns' forms (max key == min key).
     key = _forms_key(columns)
     rounds, high, low = allreduce_max(comm, np.array(
@@ -152,7 +153,7 @@ def alltoallv_planned(comm: Intracomm, columns: Sequence[np.ndarray], send_count
             place = concat_ranges(rdispl + r_lo, r_hi - r_lo)
         for c, out in enumerate(outs):
             col = columns[c]
-            rb = _row_bytes(col)
+            rb = row_bytes_of(col)
             rows = col if take is None else col[take]
             send = np.ascontiguousarray(rows).reshape(-1).view(np.uint8)
             del rows

@@ -24,7 +24,7 @@ import numpy as np
 
 from ...arrays import group_by_owner, owner_of, sorted_unique
 from ...mpi.exchange import (DEFAULT_MAX_BYTES, allreduce_max, allreduce_sum, alltoallv_grouped, alltoallv_planned,
-                             rounds_for)
+                             rounds_for, row_bytes_of)
 
 if TYPE_CHECKING:
     from mpi4py.MPI import Intracomm
@@ -188,8 +188,7 @@ class Halo:
         """Values of the ghosts, given every rank's values of its own vertices. Collective: the
         Alltoallv rounds alone, so every rank passes `local` of one dtype and row shape (the
         same code builds it on every rank; `alltoallv_grouped` is the checked path)."""
-        row_bytes = local.dtype.itemsize * int(np.prod(local.shape[1:], dtype=np.int64))
-        rounds = rounds_for(*self.traffic, comm.Get_size(), row_bytes, self.max_bytes)
+        rounds = rounds_for(*self.traffic, comm.Get_size(), row_bytes_of(local), self.max_bytes)
         (got,) = alltoallv_planned(comm, [np.ascontiguousarray(local[self.send_local])], self.send_counts,
                                    self.recv_counts, rounds)
         out = np.empty((self.nghost, *local.shape[1:]), dtype=local.dtype)
