@@ -66,6 +66,10 @@ def mpi_env() -> Dict[str, str]:
     # at once, where two spinning 2-rank jobs starve a third (measured: 3 files on 3 workers,
     # 2m42 -> 1m03 wall).
     env.setdefault("OMPI_MCA_mpi_yield_when_idle", "1")
+    # Open MPI binds a job of 1 or 2 ranks to cores 0 and 1, every such job to the same ones:
+    # side by side, all the 1-rank jobs and every rank 0 queue on core 0 while core 1 idles.
+    # Unbound, the kernel spreads them (scripts/test.sh: less CPU and wall time).
+    env.setdefault("OMPI_MCA_hwloc_base_binding_policy", "none")
     # The point-to-point layer Debian's Open MPI picks anyway (its openmpi-mca-params.conf
     # excludes ucx), named so that MPI_Init does not first open the cm layer and probe its
     # PSM/PSM2 transports: 0.2 s less per mpiexec.
