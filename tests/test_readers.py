@@ -831,6 +831,28 @@ def test_parquet_block_read_in_batches_decodes_each_row_group_once(tmp_path: Pat
         assert parquet_log["opened"] <= 2   # the header, then one reader kept open
 
 
+def test_headers_are_read_once_per_loaded_metadata(tmp_path: Path, parquet_log: dict) -> None:
+    """The stages of one run open a feature several times on every rank: its files' headers
+    are read by the first source of a ChunkFiles only; files named anew are read anew."""
+    arr = np.arange(60, dtype=np.float32).reshape(20, 3)
+    paths = [tmp_path / "a.parquet", tmp_path / "b.parquet"]
+    for p, part in zip(paths, (arr[:8], arr[8:])):
+        write_parquet_feature(p, part, True)
+    files = feature_files("parquet", paths)
+    first = FeatureSource(files)
+    assert parquet_log["opened"] == 2
+    again = FeatureSource(files)
+    assert parquet_log["opened"] == 2, parquet_log
+    assert (again.rows, again.dtype, again.tail_shape) == (first.rows, first.dtype, first.tail_shape) == (20, arr.dtype, (3,))
+    np.testing.assert_array_equal(again.read(5, 12), arr[5:12])
+    opened = parquet_log["opened"]
+    write_parquet_feature(paths[1], arr[8:].astype(np.float64), True)
+    with pytest.raises(InputError, match="b.parquet: chunk has dtype float64"):
+        FeatureSource(feature_files("parquet", paths))
+    assert parquet_log["opened"] == opened + 2
+    assert files == feature_files("parquet", paths)   # the headers read are not part of the value
+
+
 def test_parquet_reads_only_data_columns(tmp_path: Path, parquet_log: dict) -> None:
     p = tmp_path / "pandas.parquet"
     pq.write_table(pandas_table({"a": [1.0, 2.0, 3.0], "b": [4.0, 5.0, 6.0]}, index=[7, 8, 9]), p)

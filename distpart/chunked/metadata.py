@@ -53,6 +53,10 @@ class ChunkFiles:
     # Rows per file as the metadata declares them (GSProcessing's "row_counts"), checked
     # against the files when they are opened; None when the metadata does not say.
     row_counts: Optional[Tuple[int, ...]] = None
+    # What reading the files' headers found (readers/features.py), kept for this loaded
+    # metadata: a run opens a feature from several stages on every rank, and a CSV file's
+    # header is a scan of the whole file. Not part of the value.
+    headers: Dict[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
 
 @dataclass(frozen=True)

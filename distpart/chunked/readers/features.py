@@ -24,8 +24,11 @@ class FeatureSource:
 
     def __init__(self, files: ChunkFiles) -> None:
         self.files = files
-        self._layouts: List[object] = []   # per file: ParquetLayout, CsvLayout or None
-        heads = [self._header(p) for p in files.paths]
+        known = files.headers.get("feature")
+        if known is None:   # the first source of these files reads their headers
+            self._layouts: List[object] = []   # per file: ParquetLayout, CsvLayout or None
+            known = files.headers["feature"] = ([self._header(p) for p in files.paths], self._layouts)
+        heads, self._layouts = known
         if not heads:
             raise InputError(files.where, "feature has no data files")
         if files.fmt.name == "csv":
