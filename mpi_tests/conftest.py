@@ -31,6 +31,9 @@ class XdistGroups:
 
     @pytest.hookimpl(tryfirst=True)   # before pytest-xdist reads the groups
     def pytest_collection_modifyitems(self, config, items):
+        # The scheduler hands out equal-sized work units in collection order: the longest
+        # single tests (harness.start_early) first, so that none of them ends the run alone.
+        items[:] = sorted(items, key=lambda item: not getattr(getattr(item, "function", None), "start_early", False))
         for item in items:
             info = getattr(item, "_fixtureinfo", None)
             if info is None or item.get_closest_marker("xdist_group") is not None:

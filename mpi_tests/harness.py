@@ -26,7 +26,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Iterator, List, NoReturn, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, NoReturn, Optional, Sequence, Tuple
 
 import rank_pool
 
@@ -40,6 +40,14 @@ DRIVERS = HERE / "drivers"
 def _fail(message: str) -> NoReturn:
     import pytest   # here only: worker scripts and benchmarks import this module without it
     pytest.fail(message)
+
+
+def start_early(test: Callable) -> Callable:
+    """Mark one of the suite's longest single tests: pytest-xdist starts it before the short
+    ones (conftest), so that it does not end the run alone. An attribute, not a pytest mark:
+    the worker scripts that hold such tests run without pytest."""
+    test.start_early = True   # type: ignore[attr-defined]
+    return test
 
 
 def launch_env() -> Dict[str, str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness import distpart, mpirun
+from harness import distpart, mpirun, start_early
 from reference import tree_bytes
 
 _FORCE_INT64 = """
@@ -17,6 +17,7 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
+@start_early
 def test_int64_ids_give_the_same_output_as_int32(example_dir: Path, tmp_path: Path) -> None:
     script = tmp_path / "force_int64.py"
     script.write_text(_FORCE_INT64)

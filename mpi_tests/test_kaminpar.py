@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness import RANKS, distpart, mpirun
+from harness import RANKS, distpart, mpirun, start_early
 from distpart.synthetic import read_whole_graph
 from reference import check_output, read_assignment_files
 
@@ -78,6 +78,7 @@ def test_one_thread_gives_the_same_assignment_for_any_rank_count(example_dir, tm
     _no_work_files(other)
 
 
+@start_early
 def test_balance_edges_alone_balances_in_degree(example_dir, tmp_path):
     out = tmp_path / "out"
     distpart(2, "pipeline", example_dir, out, "--num-parts", NUM_PARTS, "--method", "kaminpar", "--balance-edges")

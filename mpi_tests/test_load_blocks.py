@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness import RANKS, mpirun
+from harness import RANKS, mpirun, start_early
 
 N, M, K, SEED = 6000, 30000, 4, 3
 
@@ -115,6 +115,7 @@ if __name__ == "__main__":
 
 # ---------------------------------------------------------------- the test
 
+@start_early
 def test_blocks_hold_equal_load_and_leave_the_assignment_as_it_is(tmp_path):
     graph = write_graph(tmp_path / "graph").parent
     digests = {}

@@ -27,7 +27,7 @@ from typing import Dict
 import numpy as np
 import pytest
 
-from harness import distpart, mpi_command, mpi_env, run_bounded
+from harness import distpart, mpi_command, mpi_env, run_bounded, start_early
 from reference import check_output, tree_bytes
 
 TOOLS = Path(subprocess.run([sys.executable, "-m", "distpart", "tools-path"], capture_output=True, text=True,
@@ -135,6 +135,7 @@ def test_corrupt_input_fails_without_an_output(guide, example_dir, tmp_path, fau
     assert run.returncode == 2 and f"distpart dispatch: error: {problem}" in run.stderr, run.output
 
 
+@start_early
 def test_graphstorm_parmetis_steps(example_dir, tmp_path):
     """GraphStorm's ParMetisPartitionAlgorithm: preprocess under mpirun with its Python, then
     pm_dglpart (from ~/local/bin: here a link to ours) under mpirun, then postprocess; the

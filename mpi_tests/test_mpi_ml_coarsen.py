@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness import RANKS, mpirun
+from harness import RANKS, mpirun, start_early
 
 N, M, ISOLATED, K, SEED, TARGET = 6000, 30000, 150, 4, 11, 300
 SIDE = 48          # the torus: SIDE x SIDE vertices, 4 neighbours each
@@ -175,6 +175,7 @@ if __name__ == "__main__":
 
 # ---------------------------------------------------------------- the test
 
+@start_early
 def test_hierarchy_is_exact_and_the_same_on_any_number_of_ranks(tmp_path):
     digests = {}
     for nranks in RANKS:

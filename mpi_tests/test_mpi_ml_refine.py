@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from graphs import grid_edges
-from harness import RANKS, mpirun
+from harness import RANKS, mpirun, start_early
 
 K = 4
 IMBALANCE = 1.05
@@ -130,6 +130,7 @@ def gathered(out: Path, stem: str, nranks: int) -> np.ndarray:
     return np.concatenate([np.load(out / f"{stem}-{r}.npy") for r in range(nranks)])
 
 
+@start_early
 def test_refinement_is_the_same_for_any_rank_count_and_meets_every_cap(tmp_path: Path) -> None:
     from distpart.assign.multilevel.graph import block_caps
 

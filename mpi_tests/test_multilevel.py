@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from harness import RANKS, distpart
+from harness import RANKS, distpart, start_early
 from distpart.synthetic import read_whole_graph
 from reference import check_output, read_assignment_files
 
@@ -21,6 +21,7 @@ def _cut(ref: dict, assign: dict) -> int:
                for e, (s, d) in ref["edges"].items())
 
 
+@start_early
 @pytest.mark.parametrize("objective", [(), ("--objective", "fetch", "--train-mask", "paper/train_mask",
                                               "--fanouts", "3,5", "--batch-size", "50")])
 def test_same_assignment_for_every_rank_count(example_dir, tmp_path, objective):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 
-from harness import distpart
+from harness import distpart, start_early
 from reference import tree_bytes
 
 
@@ -70,6 +70,7 @@ def test_rerun_needs_overwrite_and_removes_leftover_partitions(example_dir, tmp_
     assert json.loads((out / "metadata.json").read_text())["num_parts"] == 2
 
 
+@start_early
 def test_dispatch_overwrite_keeps_the_assignment_it_reads(example_dir, tmp_path):
     out = tmp_path / "out"
     distpart(2, "pipeline", example_dir, out, "--num-parts", 2, "--method", "random")

@@ -15,6 +15,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import reference
 import pytest
+from harness import start_early
 
 from distpart.chunked.write import (chunk_edge_lists, chunk_ogb, chunk_sizes, describe_graph, write_graph)
 from distpart.cli import main as cli_main
@@ -284,6 +285,7 @@ print(tracemalloc.get_traced_memory()[1], pa.default_memory_pool().max_memory())
 """
 
 
+@start_early
 # Not in the serial group: tracemalloc and Arrow's pool count this process's allocations only.
 def test_edge_lists_stream_in_bounded_memory(tmp_path: Path) -> None:
     n = 1_500_000

@@ -36,7 +36,7 @@ from typing import Dict, Iterator, List, Optional, Tuple
 
 import pytest
 
-from harness import mpi_env
+from harness import mpi_env, start_early
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -463,6 +463,7 @@ def normalized(line: str) -> str:
     return " ".join(line.split())
 
 
+@start_early
 @pytest.mark.parametrize("path", [p for p in PAGES if any(b.run for b in read_page(p).blocks)],
                          ids=lambda p: str(p.relative_to(ROOT)))
 def test_marked_blocks_run(path: Path, tmp_path: Path):

@@ -8,7 +8,12 @@ import pytest
 from distpart.errors import InputError
 from distpart.check.report import summarize
 
-plt_image = pytest.importorskip("matplotlib.image")
+
+@pytest.fixture(autouse=True)
+def plt_image():
+    """matplotlib's image reader; the test skips without matplotlib (imported here, not at
+    collection: every pytest-xdist worker collects this module, one runs it)."""
+    return pytest.importorskip("matplotlib.image")
 
 
 def _report():
@@ -18,7 +23,7 @@ def _report():
     return summarize(parts, ["a", "b"], [])
 
 
-def test_plot_is_a_png_with_four_panels(tmp_path):
+def test_plot_is_a_png_with_four_panels(tmp_path, plt_image):
     from distpart.check.plot import plot_report
     path = tmp_path / "r.png"
     plot_report(_report(), ["a", "b"], ["a:r:b", "b:s:a"], path)
