@@ -301,9 +301,11 @@ _CHANGES_PER_TEST = ("PYTEST_CURRENT_TEST",)
 
 
 def pooled_run(nranks: int, argv: Sequence[str], env: Dict[str, str], command: List[str],
-               timeout: float, script: Optional[str] = None) -> Optional[Tuple[int, str, str, bool]]:
-    """Run distpart `argv` in this process's pool of `nranks` ranks; None when this run cannot
-    be pooled (the caller launches it): another environment, or the pool cannot start."""
+               timeout: float, script: Optional[str] = None, cwd: Optional[str] = None
+               ) -> Optional[Tuple[int, str, str, bool]]:
+    """Run distpart `argv` in this process's pool of `nranks` ranks, in folder `cwd` (default:
+    this process's); None when this run cannot be pooled (the caller launches it): another
+    environment, or the pool cannot start."""
     env = {k: v for k, v in env.items() if k not in _CHANGES_PER_TEST}
     pool = _pools.get(nranks)
     if pool is not None and pool.alive and pool.env != env:
@@ -316,7 +318,7 @@ def pooled_run(nranks: int, argv: Sequence[str], env: Dict[str, str], command: L
         except PoolGone:
             return None
         _pools[nranks] = pool
-    return pool.run(argv, os.getcwd(), timeout, script)
+    return pool.run(argv, cwd or os.getcwd(), timeout, script)
 
 
 @atexit.register

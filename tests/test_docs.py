@@ -36,6 +36,7 @@ from typing import Dict, Iterator, List, Optional, Tuple
 
 import pytest
 
+import pooled_mpiexec
 from harness import mpi_env, start_early
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -447,14 +448,16 @@ def run_block(block: Block, cwd: Path) -> str:
         argv = [sys.executable, "-c", source]
     else:
         argv = ["bash", "-c", "set -euo pipefail\n" + source]
-    proc = subprocess.Popen(argv, cwd=cwd, env=run_env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    try:
-        out, _ = proc.communicate(timeout=BLOCK_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)   # mpiexec and its ranks with it
-        out, _ = proc.communicate()
-        pytest.fail(f"{block.where()}: still running after {BLOCK_TIMEOUT_S} s:\n{out[-3000:]}")
+    # The block's `mpiexec -n R distpart ...` runs in this worker's standing MPI jobs.
+    with pooled_mpiexec.serving(run_env(), BLOCK_TIMEOUT_S) as env:
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        try:
+            out, _ = proc.communicate(timeout=BLOCK_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)   # mpiexec and its ranks with it
+            out, _ = proc.communicate()
+            pytest.fail(f"{block.where()}: still running after {BLOCK_TIMEOUT_S} s:\n{out[-3000:]}")
     assert proc.returncode == 0, f"{block.where()}: exit status {proc.returncode}:\n{out[-3000:]}"
     return out
 
