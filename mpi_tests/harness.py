@@ -167,7 +167,29 @@ def start_paused(pause_at: str, nranks: int, argv: Sequence[object], timeout: fl
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate(timeout=30)
         raise AssertionError(f"never paused at {point}:\n" + "".join(lines))
+    # A rank prints its pause line just before it stops itself: a signal sent in between
+    # (the SIGCONT that lets it go on) would come before the stop, and the stop last forever.
+    _wait_stopped(proc, nranks if pause_at.endswith("@*") else 1, deadline)
     return proc, lines
+
+
+def _wait_stopped(proc: subprocess.Popen, count: int, deadline: float) -> None:
+    """Until `count` processes under `proc` are stopped (SIGSTOP), or the deadline."""
+    import psutil   # a test dependency; worker scripts import this module without it
+    while time.monotonic() < deadline:
+        stopped = 0
+        try:
+            children = psutil.Process(proc.pid).children(recursive=True)
+        except psutil.NoSuchProcess:
+            return
+        for child in children:
+            try:
+                stopped += child.status() == psutil.STATUS_STOPPED
+            except psutil.NoSuchProcess:
+                pass
+        if stopped >= count:
+            return
+        time.sleep(0.01)
 
 
 @contextmanager
