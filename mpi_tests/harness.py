@@ -135,18 +135,25 @@ def mpirun(nranks: int, argv: Sequence[object], timeout: float = DEFAULT_TIMEOUT
            script: Optional[Path] = None) -> Run:
     """Run distpart (or a test script) on nranks ranks; fail the test on timeout. A distpart
     command runs in this process's standing job of nranks ranks when it can (rank_pool.py)."""
-    env = mpi_env()
-    if rank_pool.enabled() and nranks in rank_pool.POOL_RANKS:
-        done = rank_pool.pooled_run(nranks, [str(a) for a in argv], env,
-                                    mpi_command(nranks, [], HERE / "rank_pool.py"), timeout,
-                                    None if script is None else str(Path(script).resolve()))
-        if done is not None:
-            status, out, err, timed_out = done
-            if timed_out:
-                _fail(f"timed out after {timeout}s (deadlock?): {script or 'distpart'} "
-                      f"{' '.join(map(str, argv))}\n{out}\n{err}")
-            return Run(status, out, err)
-    return run_bounded(mpi_command(nranks, argv, script), env, timeout)
+    done = pooled(nranks, argv, timeout, script)
+    if done is not None:
+        status, out, err, timed_out = done
+        if timed_out:
+            _fail(f"timed out after {timeout}s (deadlock?): {script or 'distpart'} "
+                  f"{' '.join(map(str, argv))}\n{out}\n{err}")
+        return Run(status, out, err)
+    return run_bounded(mpi_command(nranks, argv, script), mpi_env(), timeout)
+
+
+def pooled(nranks: int, argv: Sequence[object], timeout: float, script: Optional[Path] = None,
+           cwd: Optional[str] = None) -> Optional[Tuple[int, str, str, bool]]:
+    """(status, stdout, stderr, timed out) of the run in this process's standing job of
+    nranks ranks (rank_pool.py); None when it cannot run there (the caller launches it)."""
+    if not (rank_pool.enabled() and nranks in rank_pool.POOL_RANKS):
+        return None
+    return rank_pool.pooled_run(nranks, [str(a) for a in argv], mpi_env(),
+                                mpi_command(nranks, [], HERE / "rank_pool.py"), timeout,
+                                None if script is None else str(Path(script).resolve()), cwd)
 
 
 def start_paused(pause_at: str, nranks: int, argv: Sequence[object], timeout: float = 120,

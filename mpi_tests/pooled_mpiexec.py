@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Dict, Iterator, List, Optional
 
 SOCKET_VAR = "DISTPART_TEST_MPIEXEC_SOCKET"
-HERE = Path(__file__).resolve().parent
 
 
 # ---------------------------------------------------------------- the script's side
@@ -70,15 +69,9 @@ def main(argv: List[str]) -> int:
 
 def _answer(conn: socket.socket, timeout: float) -> None:
     import harness
-    import rank_pool
     with conn, conn.makefile("rw", encoding="utf-8") as stream:
         request = json.loads(stream.readline())
-        n = int(request["nranks"])
-        done = None
-        if rank_pool.enabled() and n in rank_pool.POOL_RANKS:
-            done = rank_pool.pooled_run(n, request["argv"], harness.mpi_env(),
-                                        harness.mpi_command(n, [], HERE / "rank_pool.py"), timeout,
-                                        cwd=request["cwd"])
+        done = harness.pooled(int(request["nranks"]), request["argv"], timeout, cwd=request["cwd"])
         if done is None or done[3]:   # not pooled, or timed out: the script's own mpiexec decides
             reply: Dict[str, object] = {"pooled": False}
         else:
@@ -96,18 +89,13 @@ def serving(env: Dict[str, str], timeout: float) -> Iterator[Dict[str, str]]:
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         listener.bind(str(Path(tmp) / "s"))
         listener.listen(4)
-        stop = threading.Event()
 
         def loop() -> None:
-            listener.settimeout(0.2)
-            while not stop.is_set():
+            while True:
                 try:
                     conn, _ = listener.accept()
-                except socket.timeout:
-                    continue
-                except OSError:
+                except OSError:   # shut down: the block is over
                     return
-                conn.settimeout(None)
                 try:
                     _answer(conn, timeout)
                 except BaseException:   # the script then runs its own mpiexec, never waits
@@ -118,7 +106,7 @@ def serving(env: Dict[str, str], timeout: float) -> Iterator[Dict[str, str]]:
         try:
             yield dict(env, PATH=os.pathsep.join([tmp, env.get("PATH", "")]), **{SOCKET_VAR: str(Path(tmp) / "s")})
         finally:
-            stop.set()
+            listener.shutdown(socket.SHUT_RDWR)   # wakes the accept
             thread.join()
             listener.close()
 
